@@ -23,7 +23,7 @@ from opensearch_vl.tools_env.observation import (
 )
 from opensearch_vl.tools_env.parser import INVALID_REASONS, WELL_FORMED_PATTERN, cut_at_tool_response, parse_turn
 from opensearch_vl.tools_env.policy import ChatMessage, ChatPolicy, ImagePart, PolicyError, PolicyOutput, TextPart
-from opensearch_vl.tools_env.runner import EpisodeLimits, TokenCounter, run_episode, run_episodes
+from opensearch_vl.tools_env.runner import EpisodeLimits, TokenCounter, replay_episode, run_episode, run_episodes
 from opensearch_vl.tools_env.scripted_policy import ScriptedPolicy, ScriptedTurn
 from opensearch_vl.tools_env.task import Task
 from opensearch_vl.tools_env.tool import (
@@ -87,6 +87,7 @@ __all__ = [
     "parse_error",
     "parse_turn",
     "register_tool",
+    "replay_episode",
     "run_episode",
     "run_episodes",
     "tool_factory",

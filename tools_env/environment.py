@@ -48,6 +48,18 @@ __all__ = ["ToolEnvironment", "ToolOutcome"]
 logger = logging.getLogger(__name__)
 
 
+_MAX_IMAGE_BYTES = 50_000_000  # an image URL's body is capped before decoding (the pixel check follows)
+
+
+def _cache_from_config(config: ToolEnvConfig) -> Any:
+    settings = getattr(config, "cache", None)
+    if settings is None or settings.mode == "off":
+        return None
+    from opensearch_vl.tools_env.cache import ResultCache
+
+    return ResultCache.from_settings(settings)
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
     """The result of one call as the model will see it, plus what the transcript records."""
@@ -71,10 +83,11 @@ class ToolEnvironment:
 
     Args:
         config: environment settings; ``None`` uses the defaults.
-        cache: the record/replay cache passed to every tool factory (``None``: no cache).
+        cache: the record/replay cache passed to every tool factory; ``None`` builds the one ``config.cache``
+            asks for (none when its mode is ``off``).
         tools: ready tool objects to use *instead of* building ``config.tools`` from the registry.
-        fetch_url: ``url -> bytes`` used by the image store for http(s) image references (apply the URL
-            safety policy inside it); ``None`` refuses image URLs.
+        fetch_url: ``url -> bytes`` used by the image store for http(s) image references; ``None`` uses the
+            backends' public-URL fetcher, which applies the URL safety policy (``config.allow_private_urls``).
 
     Example:
         >>> env = ToolEnvironment(ToolEnvConfig(tools=["crop", "sharpen"]))  # doctest: +SKIP
@@ -91,8 +104,10 @@ class ToolEnvironment:
         fetch_url: Callable[[str], bytes] | None = None,
     ) -> None:
         self.config = config or ToolEnvConfig()
-        self.cache = cache
+        self._owns_cache = cache is None
+        self.cache = _cache_from_config(self.config) if cache is None else cache
         self._fetch_url = fetch_url
+        self._http: Any = None
         self._default_prompt: str | None = None
         if tools is None:
             tools = [self._build(name) for name in self.config.tools]
@@ -142,7 +157,14 @@ class ToolEnvironment:
     def new_store(self) -> ImageStore:
         """A fresh per-episode image store using the configured roots, pixel limit and URL fetcher."""
         return ImageStore(roots=self.config.image_roots, max_pixels=self.config.max_image_pixels,
-                          fetch_url=self._fetch_url)
+                          fetch_url=self._fetch_url or self._fetch_public_image)
+
+    def _fetch_public_image(self, url: str) -> bytes:
+        if self._http is None:
+            from opensearch_vl.tools_env.backends.http import HttpClient
+
+            self._http = HttpClient(self.config.http, allow_private=self.config.allow_private_urls)
+        return self._http.fetch_public(url, max_bytes=_MAX_IMAGE_BYTES, service="image").body
 
     # ---- execution -----------------------------------------------------------------------------------
     async def execute(self, name: str, arguments: Any, store: ImageStore) -> ToolOutcome:
@@ -216,6 +238,11 @@ class ToolEnvironment:
                 await closer()
             elif callable(getattr(tool, "close", None)):
                 tool.close()  # type: ignore[attr-defined]
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        if self._owns_cache and self.cache is not None:
+            self.cache.close()
 
     async def __aenter__(self) -> ToolEnvironment:
         return self

@@ -64,7 +64,7 @@ from opensearch_vl.tools_env.policy import ChatMessage, ChatPolicy, ImagePart, P
 from opensearch_vl.tools_env.task import Task
 from opensearch_vl.tools_env.transcript import ImageRecord, Step, Termination, Transcript
 
-__all__ = ["EpisodeLimits", "TokenCounter", "run_episode", "run_episodes"]
+__all__ = ["EpisodeLimits", "TokenCounter", "run_episode", "run_episodes", "replay_episode"]
 
 logger = logging.getLogger(__name__)
 
@@ -329,3 +329,24 @@ async def run_episodes(
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return [results[i] for i in range(len(results))]
+
+
+async def replay_episode(transcript: Transcript, env: ToolEnvironment, *,
+                         limits: EpisodeLimits | None = None) -> Transcript:
+    """Re-run a recorded episode: same task and images, the recorded model turns, the tools of ``env``.
+
+    With ``env`` in replay-only cache mode this checks that an episode is reproducible: compare
+    ``replayed.behaviour() == transcript.behaviour()``. Episodes that ended without an answer by a policy
+    failure or timeout replay up to that point and then end with ``policy_error`` (the script runs out).
+
+    Example:
+        >>> replayed = asyncio.run(replay_episode(Transcript.load("run/q1.json"), env))  # doctest: +SKIP
+        >>> replayed.behaviour() == recorded.behaviour()  # doctest: +SKIP
+        True
+    """
+    from opensearch_vl.tools_env.scripted_policy import ScriptedPolicy
+
+    limits = limits or EpisodeLimits(max_turns=max(len(transcript.steps), 1), fatal_k=transcript.fatal_k)
+    return await run_episode(ScriptedPolicy.from_transcript(transcript, record=False),
+                             Task.from_transcript(transcript), env, limits=limits,
+                             system_prompt=transcript.system_prompt or "", policy_meta=transcript.policy)

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Union
+from typing import TYPE_CHECKING, Any, Union
 
 from opensearch_vl.tools_env.policy import ChatMessage, PolicyError, PolicyOutput
+
+if TYPE_CHECKING:
+    from opensearch_vl.tools_env.transcript import Transcript
 
 __all__ = ["ScriptedPolicy", "ScriptedTurn"]
 
@@ -57,6 +60,23 @@ class ScriptedPolicy:
         self.calls: list[tuple[ChatMessage, ...]] = []
         """Every message list received, in call order (when ``record``)."""
 
+    @classmethod
+    def from_transcript(cls, transcript: Transcript, **kwargs: Any) -> ScriptedPolicy:
+        """A policy that replays the model turns of a recorded transcript (for replay and regression tests).
+
+        Example:
+            >>> ScriptedPolicy.from_transcript(recorded).turns[0].text  # doctest: +SKIP
+            '<think>…</think><tool_call>…</tool_call>'
+        """
+        turns: list[ScriptedTurn] = []
+        for step in transcript.steps:
+            # the recorded text was cut at a hallucinated <tool_response>; restore the tag so the cut recurs
+            text = step.model_text + ("<tool_response>" if "tool_response_cut" in step.action.repairs else "")
+            turns.append(PolicyOutput(text=text, prompt_tokens=step.prompt_tokens,
+                                      completion_tokens=step.completion_tokens, finish_reason=step.finish_reason,
+                                      info=dict(step.policy_info)))
+        return cls(turns, **kwargs)
+
     async def __call__(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         """Return the scripted turn for this point of the conversation."""
         if self.record:
@@ -72,4 +92,5 @@ class ScriptedPolicy:
             raise turn
         if callable(turn) and not isinstance(turn, PolicyOutput):
             turn = turn(messages)
-        return turn if isinstance(turn, PolicyOutput) else PolicyOutput(text=str(turn))
+        # anything but text is passed through unchanged, so tests can exercise the runner's type check
+        return PolicyOutput(text=turn) if isinstance(turn, str) else turn  # type: ignore[return-value]

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from opensearch_vl.tools_env.transcript import TaskInfo
+from opensearch_vl.tools_env.transcript import TaskInfo, Transcript
 
 __all__ = ["Task"]
 
@@ -40,6 +40,18 @@ class Task(BaseModel):
     """Benchmark or dataset name."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else from the source row; must be JSON-serializable (it is copied into the transcript)."""
+
+    @classmethod
+    def from_transcript(cls, transcript: Transcript) -> Task:
+        """The task a transcript recorded, its images read back from the transcript's image store.
+
+        Example:
+            >>> Task.from_transcript(Transcript(task=TaskInfo(id="a", question="q"))).id
+            'a'
+        """
+        info = transcript.task
+        return cls(id=info.id, question=info.question, answers=list(info.answers), benchmark=info.benchmark,
+                   metadata=dict(info.metadata), images=[transcript.image_bytes(i) for i in info.image_ids])
 
     def info(self, image_ids: list[str]) -> TaskInfo:
         """The transcript's record of this task, given the store ids its images received.
