@@ -229,6 +229,21 @@ class Transcript(_Model):
         self._blobs[record.sha256] = png
         self.images.append(record)
 
+    def behaviour(self, *, include_tool_info: bool = False) -> dict[str, Any]:
+        """The dump without what legitimately differs between two runs of the same episode.
+
+        Drops timing (``started_at``, ``wall_time_s``, step latencies), ``scores`` (added after the run) and,
+        unless asked, ``tool_info`` (cache hits differ between recording and replay). Two runs that behaved identically, e.g. a recorded
+        episode and its replay-only re-run, have equal ``behaviour()``.
+
+        Example:
+            >>> "wall_time_s" in Transcript(task=TaskInfo(id="a", question="q")).behaviour()
+            False
+        """
+        step_fields = {"model_latency_s", "tool_latency_s"} | (set() if include_tool_info else {"tool_info"})
+        return self.model_dump(exclude={"started_at": True, "wall_time_s": True, "scores": True,
+                                        "steps": {"__all__": step_fields}})
+
     def to_messages(self, *, with_images: bool = True) -> list[Any]:
         """The chat the model saw, rebuilt as ``ChatMessage`` objects (see ``observation.transcript_messages``).
 
