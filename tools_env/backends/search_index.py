@@ -203,7 +203,7 @@ class CorpusIndex:
         if expression is None:
             return []
         rows = self._query(
-            "SELECT d.url, d.title, snippet(docs_fts, 1, '', '', ' … ', ?), "
+            "SELECT d.url, d.title, coalesce(nullif(snippet(docs_fts, 1, '', '', ' … ', ?), ''), substr(d.text, 1, 300)), "
             f"bm25(docs_fts, {_TITLE_WEIGHT}, {_TEXT_WEIGHT}) AS score "
             "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? ORDER BY score LIMIT ?",
             (max(1, min(snippet_tokens, 64)), expression, int(top_k)),
