@@ -29,6 +29,7 @@ is loaded, `train/sft/workflow.py`), installed on the upstream module before `ll
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -60,9 +61,12 @@ def registered_names() -> tuple[str, ...]:
     return tuple(_REGISTERED)
 
 
+_VISION_RUN = re.compile(r"<\|vision_start\|>.*?<\|vision_end\|>", re.DOTALL)
+
+
 def _describe(messages: list[dict[str, str]]) -> str:
     first = next((m["content"] for m in messages if m.get("role") == "user"), "")
-    first = " ".join(first.split())
+    first = " ".join(_VISION_RUN.sub("<image>", first).split())
     return repr(first[:80] + ("…" if len(first) > 80 else ""))
 
 
