@@ -27,8 +27,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -40,14 +42,16 @@ from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.observation import format_error, truncate_text
 from opensearch_vl.tools_env.prompts import load_prompt
-from opensearch_vl.tools_env.tool import Tool, ToolSpec, tool_factory
+from opensearch_vl.tools_env.tool import TOOL_THREADS, Tool, ToolSpec, ToolThreads, run_sync, tool_factory
 from opensearch_vl.tools_env.validation import apply_defaults, check_schema, validate_arguments
 
-__all__ = ["ToolEnvironment", "ToolOutcome"]
+__all__ = ["ToolEnvironment", "ToolOutcome", "DEFAULT_TOOL_THREADS"]
 
 logger = logging.getLogger(__name__)
 
 
+DEFAULT_TOOL_THREADS = 128
+"""Blocking tool calls (synchronous HTTP backends) that may run at once across all episodes of an environment."""
 _MAX_IMAGE_BYTES = 50_000_000  # an image URL's body is capped before decoding (the pixel check follows)
 
 
@@ -88,6 +92,10 @@ class ToolEnvironment:
         tools: ready tool objects to use *instead of* building ``config.tools`` from the registry.
         fetch_url: ``url -> bytes`` used by the image store for http(s) image references; ``None`` uses the
             backends' public-URL fetcher, which applies the URL safety policy (``config.allow_private_urls``).
+        tool_threads: size of the worker pool for blocking tool code (synchronous HTTP backends); bounds how
+            many such calls run at once across all episodes.
+        cpu_threads: size of the pool for CPU-bound tool code (``FunctionTool(cpu_bound=True)``, image
+            encoding); ``None`` = one per CPU core.
 
     Example:
         >>> env = ToolEnvironment(ToolEnvConfig(tools=["crop", "sharpen"]))  # doctest: +SKIP
@@ -102,7 +110,13 @@ class ToolEnvironment:
         *,
         tools: Sequence[Tool] | None = None,
         fetch_url: Callable[[str], bytes] | None = None,
+        tool_threads: int = DEFAULT_TOOL_THREADS,
+        cpu_threads: int | None = None,
     ) -> None:
+        if tool_threads < 1 or (cpu_threads is not None and cpu_threads < 1):
+            raise ConfigError(f"tool_threads={tool_threads}, cpu_threads={cpu_threads}: pool sizes must be >= 1")
+        self._pool_sizes = (tool_threads, cpu_threads or os.cpu_count() or 1)
+        self._threads: ToolThreads | None = None
         self.config = config or ToolEnvConfig()
         self._owns_cache = cache is None
         self.cache = _cache_from_config(self.config) if cache is None else cache
@@ -187,6 +201,7 @@ class ToolEnvironment:
             return self._failure("bad_arguments", f"{name}: " + "; ".join(checked.errors), start)
         call_arguments = apply_defaults(tool.spec.parameters, checked.value)
         before = len(store)
+        token = TOOL_THREADS.set(self.threads)
         try:
             result = await asyncio.wait_for(tool.run(call_arguments, store), timeout=self.config.tool_timeout_s)
             if not hasattr(result, "text"):
@@ -204,6 +219,8 @@ class ToolEnvironment:
             logger.warning("tool %s raised %s", name, exc.__class__.__name__, exc_info=True)
             return self._failure("internal", f"{name} failed unexpectedly: {exc.__class__.__name__}: {exc}",
                                  start, call_arguments)
+        finally:
+            TOOL_THREADS.reset(token)
         # images a tool added to the store itself count as produced by this call too
         produced = store.ids[before:]
         text, dropped = truncate_text(result.text, self.config.max_output_chars)
@@ -221,7 +238,29 @@ class ToolEnvironment:
 
     async def _store_images(self, name: str, images: list[Image.Image], store: ImageStore) -> list[str]:
         # PNG encoding of large images takes tens of ms: keep it off the event loop
-        return await asyncio.to_thread(lambda: [store.add(image, origin=name) for image in images])
+        return await self.offload(lambda: [store.add(image, origin=name) for image in images], cpu_bound=True)
+
+    @property
+    def threads(self) -> ToolThreads:
+        """The environment's worker pools (created on first use, closed by :meth:`aclose`)."""
+        if self._threads is None:
+            io, cpu = self._pool_sizes
+            self._threads = ToolThreads(ThreadPoolExecutor(io, thread_name_prefix="tool-io"),
+                                        ThreadPoolExecutor(cpu, thread_name_prefix="tool-cpu"))
+        return self._threads
+
+    async def offload(self, fn: Callable[..., Any], *args: Any, cpu_bound: bool = False) -> Any:
+        """Run blocking ``fn(*args)`` in the environment's I/O pool (or CPU pool) without blocking the loop.
+
+        Example:
+            >>> asyncio.run(ToolEnvironment(tools=[]).offload(sum, [1, 2]))
+            3
+        """
+        token = TOOL_THREADS.set(self.threads)
+        try:
+            return await run_sync(fn, *args, cpu_bound=cpu_bound)
+        finally:
+            TOOL_THREADS.reset(token)
 
     def _failure(self, category: str, message: str, start: float,
                  arguments: dict[str, Any] | None = None) -> ToolOutcome:
@@ -243,6 +282,10 @@ class ToolEnvironment:
             self._http = None
         if self._owns_cache and self.cache is not None:
             self.cache.close()
+        if self._threads is not None:
+            for pool in (self._threads.io, self._threads.cpu):
+                pool.shutdown(wait=False, cancel_futures=True)  # type: ignore[union-attr]
+            self._threads = None
 
     async def __aenter__(self) -> ToolEnvironment:
         return self

@@ -166,7 +166,7 @@ async def _drive(
 ) -> None:
     try:
         if task.images:
-            await asyncio.to_thread(lambda: [store.add(image, origin="task") for image in task.images])
+            await env.offload(lambda: [store.add(image, origin="task") for image in task.images])
     except ToolError as exc:
         raise _Ended("environment_error", f"task {task.id!r}: cannot load task image {len(store) + 1}: "
                                           f"{exc.message}") from exc

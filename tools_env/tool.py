@@ -20,8 +20,12 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,7 +37,7 @@ if TYPE_CHECKING:
     from opensearch_vl.tools_env.images import ImageStore
 
 __all__ = ["ToolSpec", "ToolResult", "Tool", "FunctionTool", "ToolFactory", "register_tool", "tool_factory",
-           "available_tools"]
+           "available_tools", "run_sync", "ToolThreads", "TOOL_THREADS"]
 
 
 @dataclass(frozen=True)
@@ -71,21 +75,54 @@ class Tool(Protocol):
     async def run(self, arguments: dict[str, Any], store: ImageStore) -> ToolResult: ...
 
 
+@dataclass(frozen=True)
+class ToolThreads:
+    """The worker pools synchronous tool code runs in: ``io`` for blocking calls, ``cpu`` for CPU-bound work."""
+
+    io: Executor | None
+    cpu: Executor | None
+
+
+TOOL_THREADS: ContextVar[ToolThreads | None] = ContextVar("opensearch_vl_tool_threads", default=None)
+"""Set by the environment around each call; ``None`` (outside an environment) uses asyncio's default pool."""
+
+
+async def run_sync(fn: Callable[..., Any], *args: Any, cpu_bound: bool = False) -> Any:
+    """Run a blocking function in the environment's worker pool (``cpu_bound`` picks the small CPU pool).
+
+    Tools that are not :class:`FunctionTool` should use this rather than ``asyncio.to_thread``, whose
+    default pool has only ``min(32, cpus + 4)`` threads and would serialize hundreds of concurrent episodes.
+
+    Example:
+        >>> asyncio.run(run_sync(sum, [1, 2]))
+        3
+    """
+    threads = TOOL_THREADS.get()
+    executor = None if threads is None else (threads.cpu if cpu_bound else threads.io)
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(context.run, fn, *args))
+
+
 class FunctionTool:
     """Wrap a function (sync or async) ``(arguments, store) -> ToolResult`` as a :class:`Tool`.
 
-    Sync functions run in a worker thread so CPU-bound work (OpenCV, OCR) never blocks the event loop.
+    Sync functions run in a worker thread so blocking or CPU-bound work (OpenCV, OCR, HTTP) never blocks the
+    event loop. ``cpu_bound=True`` sends them to the environment's CPU pool (one thread per core), so a burst
+    of image operations from many episodes does not run hundreds at once; otherwise they use the wide I/O
+    pool (``ToolEnvironment(tool_threads=…)``).
     """
 
-    def __init__(self, spec: ToolSpec, fn: Callable[[dict[str, Any], ImageStore], ToolResult | Awaitable[ToolResult]]):
+    def __init__(self, spec: ToolSpec, fn: Callable[[dict[str, Any], ImageStore], ToolResult | Awaitable[ToolResult]],
+                 *, cpu_bound: bool = False):
         self.spec = spec
         self._fn = fn
         self._is_async = inspect.iscoroutinefunction(fn)
+        self.cpu_bound = cpu_bound
 
     async def run(self, arguments: dict[str, Any], store: ImageStore) -> ToolResult:
         if self._is_async:
             return await self._fn(arguments, store)  # type: ignore[misc]
-        return await asyncio.to_thread(self._fn, arguments, store)  # type: ignore[arg-type]
+        return await run_sync(self._fn, arguments, store, cpu_bound=self.cpu_bound)
 
 
 ToolFactory = Callable[..., Tool]

@@ -157,3 +157,21 @@ def test_observation_constants_agree_with_the_sft_format():
                        for p in message.content)
     expected = observation_format.wrap_tool_response(observation_format.render_observation_text("two crops", 2))
     assert (message.role, rendered) == ("user", expected)
+
+
+async def test_sync_tools_run_in_the_environment_pools():
+    import threading
+
+    def where(args, store):
+        return ToolResult(text=threading.current_thread().name)
+
+    spec_io = ToolSpec("io", "Blocking I/O.", {"type": "object", "properties": {}})
+    spec_cpu = ToolSpec("cpu", "CPU work.", {"type": "object", "properties": {}})
+    env = ToolEnvironment(tools=[FunctionTool(spec_io, where), FunctionTool(spec_cpu, where, cpu_bound=True)],
+                          tool_threads=3, cpu_threads=1)
+    store = env.new_store()
+    assert (await env.execute("io", {}, store)).text.startswith("tool-io")
+    assert (await env.execute("cpu", {}, store)).text.startswith("tool-cpu")
+    await env.aclose()
+    with pytest.raises(ConfigError, match="pool sizes"):
+        ToolEnvironment(tools=[], tool_threads=0)
