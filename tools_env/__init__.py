@@ -7,7 +7,8 @@ Example:
     >>> import asyncio
     >>> from opensearch_vl.tools_env import ScriptedPolicy, Task, ToolEnvironment, run_episode
     >>> policy = ScriptedPolicy(["<think>easy</think><response>4</response>"])
-    >>> asyncio.run(run_episode(policy, Task(id="q", question="2+2?"), ToolEnvironment(tools=[]))).final_answer
+    >>> task = Task(id="q", question="2+2?")
+    >>> asyncio.run(run_episode(policy, task, ToolEnvironment(tools=[]))).final_answer
     '4'
 """
 
@@ -21,9 +22,27 @@ from opensearch_vl.tools_env.observation import (
     transcript_messages,
     truncate_text,
 )
-from opensearch_vl.tools_env.parser import INVALID_REASONS, WELL_FORMED_PATTERN, cut_at_tool_response, parse_turn
-from opensearch_vl.tools_env.policy import ChatMessage, ChatPolicy, ImagePart, PolicyError, PolicyOutput, TextPart
-from opensearch_vl.tools_env.runner import EpisodeLimits, TokenCounter, replay_episode, run_episode, run_episodes
+from opensearch_vl.tools_env.parser import (
+    INVALID_REASONS,
+    WELL_FORMED_PATTERN,
+    cut_at_tool_response,
+    parse_turn,
+)
+from opensearch_vl.tools_env.policy import (
+    ChatMessage,
+    ChatPolicy,
+    ImagePart,
+    PolicyError,
+    PolicyOutput,
+    TextPart,
+)
+from opensearch_vl.tools_env.runner import (
+    EpisodeLimits,
+    TokenCounter,
+    replay_episode,
+    run_episode,
+    run_episodes,
+)
 from opensearch_vl.tools_env.scripted_policy import ScriptedPolicy, ScriptedTurn
 from opensearch_vl.tools_env.task import Task
 from opensearch_vl.tools_env.tool import (

@@ -12,9 +12,8 @@ runner ends the episode with termination ``replay_miss``.
 Example:
     >>> import asyncio
     >>> from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec
-    >>> echo = FunctionTool(ToolSpec("echo", "Echo.", {"type": "object", "properties": {"s": {"type": "string"}},
-    ...                                                 "required": ["s"]}),
-    ...                     lambda args, store: ToolResult(text=args["s"]))
+    >>> schema = {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]}
+    >>> echo = FunctionTool(ToolSpec("echo", "Echo.", schema), lambda args, store: ToolResult(text=args["s"]))
     >>> env = ToolEnvironment(tools=[echo])
     >>> asyncio.run(env.execute("echo", {"s": "hi"}, env.new_store())).text
     'hi'
@@ -35,15 +34,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from PIL import Image
-
-from opensearch_vl.errors import ConfigError, ReplayMissError, ToolError
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.observation import format_error, truncate_text
 from opensearch_vl.tools_env.prompts import load_prompt
 from opensearch_vl.tools_env.tool import TOOL_THREADS, Tool, ToolSpec, ToolThreads, run_sync, tool_factory
 from opensearch_vl.tools_env.validation import apply_defaults, check_schema, validate_arguments
+from PIL import Image
+
+from opensearch_vl.errors import ConfigError, ReplayMissError, ToolError
 
 __all__ = ["ToolEnvironment", "ToolOutcome", "DEFAULT_TOOL_THREADS"]
 
@@ -51,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 
 DEFAULT_TOOL_THREADS = 128
-"""Blocking tool calls (synchronous HTTP backends) that may run at once across all episodes of an environment."""
+"""How many blocking tool calls (synchronous HTTP backends) may run at once in one environment."""
 _MAX_IMAGE_BYTES = 50_000_000  # an image URL's body is capped before decoding (the pixel check follows)
 
 
@@ -69,7 +68,7 @@ class ToolOutcome:
     """The result of one call as the model will see it, plus what the transcript records."""
 
     text: str
-    """Observation text (inside ``<tool_response>``): truncated, image announcements appended, or the error."""
+    """Observation text (inside ``<tool_response>``): truncated, images announced; or the error."""
     image_ids: tuple[str, ...] = ()
     """Ids of the images the call added to the store, in order."""
     error: bool = False
@@ -114,7 +113,9 @@ class ToolEnvironment:
         cpu_threads: int | None = None,
     ) -> None:
         if tool_threads < 1 or (cpu_threads is not None and cpu_threads < 1):
-            raise ConfigError(f"tool_threads={tool_threads}, cpu_threads={cpu_threads}: pool sizes must be >= 1")
+            raise ConfigError(
+                f"tool_threads={tool_threads}, cpu_threads={cpu_threads}: pool sizes must be >= 1"
+            )
         self._pool_sizes = (tool_threads, cpu_threads or os.cpu_count() or 1)
         self._threads: ToolThreads | None = None
         self.config = config or ToolEnvConfig()
@@ -143,7 +144,7 @@ class ToolEnvironment:
     # ---- schemas -------------------------------------------------------------------------------------
     @property
     def specs(self) -> Mapping[str, ToolSpec]:
-        """Tool specs by name, in configured order (pass to :func:`~opensearch_vl.tools_env.parser.parse_turn`)."""
+        """Tool specs by name, in configured order (what :func:`.parser.parse_turn` validates against)."""
         return MappingProxyType(self._specs)
 
     @property
@@ -170,8 +171,11 @@ class ToolEnvironment:
 
     def new_store(self) -> ImageStore:
         """A fresh per-episode image store using the configured roots, pixel limit and URL fetcher."""
-        return ImageStore(roots=self.config.image_roots, max_pixels=self.config.max_image_pixels,
-                          fetch_url=self._fetch_url or self._fetch_public_image)
+        return ImageStore(
+            roots=self.config.image_roots,
+            max_pixels=self.config.max_image_pixels,
+            fetch_url=self._fetch_url or self._fetch_public_image,
+        )
 
     def _fetch_public_image(self, url: str) -> bytes:
         if self._http is None:
@@ -194,8 +198,11 @@ class ToolEnvironment:
             available = ", ".join(self._tools) or "none"
             return self._failure("invalid_call", f"unknown tool {name!r}; available: {available}", start)
         if not isinstance(arguments, Mapping):
-            return self._failure("invalid_call", f"{name}: arguments must be a JSON object, "
-                                                 f"got {type(arguments).__name__}", start)
+            return self._failure(
+                "invalid_call",
+                f"{name}: arguments must be a JSON object, got {type(arguments).__name__}",
+                start,
+            )
         checked = validate_arguments(tool.spec.parameters, dict(arguments))
         if not checked.ok:
             return self._failure("bad_arguments", f"{name}: " + "; ".join(checked.errors), start)
@@ -203,7 +210,9 @@ class ToolEnvironment:
         before = len(store)
         token = TOOL_THREADS.set(self.threads)
         try:
-            result = await asyncio.wait_for(tool.run(call_arguments, store), timeout=self.config.tool_timeout_s)
+            result = await asyncio.wait_for(
+                tool.run(call_arguments, store), timeout=self.config.tool_timeout_s
+            )
             if not hasattr(result, "text"):
                 raise TypeError(f"{name} returned {type(result).__name__}, expected ToolResult")
             if result.images:
@@ -213,12 +222,17 @@ class ToolEnvironment:
         except ToolError as exc:
             return self._failure(exc.category, exc.message, start, call_arguments)
         except (asyncio.TimeoutError, TimeoutError):
-            return self._failure("timeout", f"{name}: no result within {self.config.tool_timeout_s:g} s", start,
-                                 call_arguments)
+            return self._failure(
+                "timeout", f"{name}: no result within {self.config.tool_timeout_s:g} s", start, call_arguments
+            )
         except Exception as exc:  # the boundary: a tool bug must become an observation, not a crash
             logger.warning("tool %s raised %s", name, exc.__class__.__name__, exc_info=True)
-            return self._failure("internal", f"{name} failed unexpectedly: {exc.__class__.__name__}: {exc}",
-                                 start, call_arguments)
+            return self._failure(
+                "internal",
+                f"{name} failed unexpectedly: {exc.__class__.__name__}: {exc}",
+                start,
+                call_arguments,
+            )
         finally:
             TOOL_THREADS.reset(token)
         # images a tool added to the store itself count as produced by this call too
@@ -233,8 +247,13 @@ class ToolEnvironment:
         info = dict(result.info)
         if dropped:
             info["truncated_chars"] = dropped
-        return ToolOutcome(text=text, image_ids=tuple(produced), arguments=call_arguments, info=info,
-                           latency_s=time.perf_counter() - start)
+        return ToolOutcome(
+            text=text,
+            image_ids=tuple(produced),
+            arguments=call_arguments,
+            info=info,
+            latency_s=time.perf_counter() - start,
+        )
 
     async def _store_images(self, name: str, images: list[Image.Image], store: ImageStore) -> list[str]:
         # PNG encoding of large images takes tens of ms: keep it off the event loop
@@ -245,8 +264,10 @@ class ToolEnvironment:
         """The environment's worker pools (created on first use, closed by :meth:`aclose`)."""
         if self._threads is None:
             io, cpu = self._pool_sizes
-            self._threads = ToolThreads(ThreadPoolExecutor(io, thread_name_prefix="tool-io"),
-                                        ThreadPoolExecutor(cpu, thread_name_prefix="tool-cpu"))
+            self._threads = ToolThreads(
+                ThreadPoolExecutor(io, thread_name_prefix="tool-io"),
+                ThreadPoolExecutor(cpu, thread_name_prefix="tool-cpu"),
+            )
         return self._threads
 
     async def offload(self, fn: Callable[..., Any], *args: Any, cpu_bound: bool = False) -> Any:
@@ -262,15 +283,21 @@ class ToolEnvironment:
         finally:
             TOOL_THREADS.reset(token)
 
-    def _failure(self, category: str, message: str, start: float,
-                 arguments: dict[str, Any] | None = None) -> ToolOutcome:
+    def _failure(
+        self, category: str, message: str, start: float, arguments: dict[str, Any] | None = None
+    ) -> ToolOutcome:
         text, _ = truncate_text(format_error(category, message), self.config.max_output_chars)
-        return ToolOutcome(text=text, error=True, category=category, arguments=arguments,
-                           latency_s=time.perf_counter() - start)
+        return ToolOutcome(
+            text=text,
+            error=True,
+            category=category,
+            arguments=arguments,
+            latency_s=time.perf_counter() - start,
+        )
 
     # ---- lifecycle -----------------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close tools that hold resources (HTTP clients, sandboxes): calls their ``aclose``/``close`` if any."""
+        """Close the tools that hold resources (via ``aclose``/``close``) and the worker pools."""
         for tool in self._tools.values():
             closer = getattr(tool, "aclose", None)
             if closer is not None:

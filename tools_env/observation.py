@@ -8,7 +8,7 @@ moving anything. As :class:`~opensearch_vl.tools_env.policy.ChatMessage` parts::
 
     TextPart("<tool_response>\\n"), ImagePart(img_3), …, TextPart(text + "\\n</tool_response>")
 
-**Error marker.** A failed call's observation starts with ``[tool error: <category>] `` followed by the message,
+**Error marker.** A failed call's observation starts with ``[tool error: <category>] ``, then the message,
 where category is one of :data:`opensearch_vl.errors.ERROR_CATEGORIES`, e.g.
 ``[tool error: not_found] image reference 'img_9' not found; available: img_1, img_2``. RL and eval code
 recognise error observations with :func:`parse_error` (or :data:`ERROR_MARKER_PATTERN`); the step's
@@ -33,9 +33,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from PIL import Image
-
 from opensearch_vl.tools_env.policy import ChatMessage, ImagePart, TextPart
+from PIL import Image
 
 if TYPE_CHECKING:
     from opensearch_vl.tools_env.transcript import Action, Transcript
@@ -90,7 +89,7 @@ def parse_error(text: str) -> tuple[str, str] | None:
     match = ERROR_MARKER_PATTERN.match(text)
     if match is None:
         return None
-    return match.group(1), text[match.end():]
+    return match.group(1), text[match.end() :]
 
 
 def truncate_text(text: str, max_chars: int) -> tuple[str, int]:
@@ -154,7 +153,7 @@ def assistant_message(text: str) -> ChatMessage:
 
 
 def observation_message(text: str, images: Sequence[ImagePart] = ()) -> ChatMessage:
-    """The observation turn: ``<tool_response>\\n`` + images + text + ``\\n</tool_response>`` as one user message.
+    """The observation turn: ``<tool_response>\\n``, images, text, ``\\n</tool_response>``; one user message.
 
     Example:
         >>> observation_message("42").text

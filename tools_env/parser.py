@@ -36,10 +36,10 @@ repair                        what was wrong
 Invalid turns carry one of :data:`INVALID_REASONS` in ``invalid_reason`` and a message in ``invalid_detail``.
 
 ``Action.well_formed`` is the per-step format indicator of the paper's format reward: the (cut) text matches
-:data:`WELL_FORMED_PATTERN` (one think block, then one action block, nothing else) and the turn is not invalid.
+:data:`WELL_FORMED_PATTERN` (one think block, then one action block, nothing else) and the turn is valid.
 
 Example:
-    >>> a = parse_turn('<think>zoom in</think><tool_call>{"name": "crop", "arguments": {"x": 1,}}</tool_call>')
+    >>> a = parse_turn('<think>zoom</think><tool_call>{"name": "crop", "arguments": {"x": 1,}}</tool_call>')
     >>> a.kind, a.tool, a.arguments, a.repairs, a.well_formed
     ('tool_call', 'crop', {'x': 1}, ['trailing_comma'], True)
 """
@@ -54,7 +54,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import json5
-
 from opensearch_vl.tools_env.tool import ToolSpec
 from opensearch_vl.tools_env.transcript import Action
 from opensearch_vl.tools_env.validation import validate_arguments
@@ -139,8 +138,15 @@ def parse_turn(text: str, tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | N
     shape_ok = bool(WELL_FORMED_PATTERN.match(text)) and len(blocks) == 1 and text.count("<think>") == 1
 
     def invalid(reason: InvalidReason, detail: str, **fields: Any) -> Action:
-        return Action(kind="invalid", think=think, invalid_reason=reason, invalid_detail=detail,
-                      repairs=repairs, well_formed=False, **fields)
+        return Action(
+            kind="invalid",
+            think=think,
+            invalid_reason=reason,
+            invalid_detail=detail,
+            repairs=repairs,
+            well_formed=False,
+            **fields,
+        )
 
     if not blocks:
         return invalid("no_action", "the turn has neither a <tool_call> nor a <response>")
@@ -172,8 +178,9 @@ def parse_turn(text: str, tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | N
                 raise _Invalid("schema_violation", f"{name}: " + "; ".join(result.errors))
     except _Invalid as exc:
         return invalid(exc.reason, exc.detail, tool=name, arguments=arguments)
-    return Action(kind="tool_call", think=think, tool=name, arguments=arguments, repairs=repairs,
-                  well_formed=shape_ok)
+    return Action(
+        kind="tool_call", think=think, tool=name, arguments=arguments, repairs=repairs, well_formed=shape_ok
+    )
 
 
 def _spec_map(tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | None) -> Mapping[str, ToolSpec] | None:
@@ -188,19 +195,19 @@ def _split_think(text: str, repairs: list[str]) -> tuple[str | None, str]:
     end = text.find("</think>")
     if start < 0 and end >= 0:
         repairs.append("missing_think_open")
-        return text[:end].strip(), text[end + len("</think>"):]
+        return text[:end].strip(), text[end + len("</think>") :]
     if start < 0:
         return None, text
     end = text.find("</think>", start)
     if end >= 0:
-        think = text[start + len("<think>"):end]
-        body = text[:start] + text[end + len("</think>"):]
+        think = text[start + len("<think>") : end]
+        body = text[:start] + text[end + len("</think>") :]
     else:
         action = _OPEN_ACTION.search(text, start)
         stop = action.start() if action else len(text)
         if action:
             repairs.append("unclosed_think")
-        think = text[start + len("<think>"):stop]
+        think = text[start + len("<think>") : stop]
         body = text[:start] + text[stop:]
     body = re.sub(r"<think>.*?(</think>|$)", "", body, flags=re.DOTALL)
     return think.strip(), body
@@ -217,9 +224,9 @@ def _find_blocks(body: str, repairs: list[str]) -> list[_Block]:
         close = body.find(f"</{tag}>", match.end())
         if close < 0:
             repairs.append("unclosed_tag")
-            blocks.append(_Block(tag, body[match.end():], closed=False))
+            blocks.append(_Block(tag, body[match.end() :], closed=False))
             return blocks
-        blocks.append(_Block(tag, body[match.end():close], closed=True))
+        blocks.append(_Block(tag, body[match.end() : close], closed=True))
         position = close + len(tag) + 3
 
 
@@ -228,7 +235,7 @@ def _parse_call(content: str, repairs: list[str]) -> tuple[str, dict[str, Any]]:
     code_match = _CODE.search(content)
     if code_match:
         code = code_match.group(1).strip("\n")
-        content = content[:code_match.start()] + content[code_match.end():]
+        content = content[: code_match.start()] + content[code_match.end() :]
         repairs.append("code_block")
     payload = _load_json(content, repairs)
     if isinstance(payload, dict) and isinstance(payload.get("function"), dict) and "name" not in payload:
@@ -257,7 +264,9 @@ def _parse_call(content: str, repairs: list[str]) -> tuple[str, dict[str, Any]]:
             raise _Invalid("arguments_not_object", f"{name}: arguments must be a JSON object, got a string")
         repairs.append("arguments_as_string")
     if not isinstance(arguments, dict):
-        raise _Invalid("arguments_not_object", f"{name}: arguments must be a JSON object, got {_kind(arguments)}")
+        raise _Invalid(
+            "arguments_not_object", f"{name}: arguments must be a JSON object, got {_kind(arguments)}"
+        )
     if code is not None and "code" not in arguments:
         arguments = {**arguments, "code": code}
     return name, arguments
@@ -275,7 +284,7 @@ def _load_json(raw: str, repairs: list[str]) -> Any:
         first_error = str(exc)
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start and (start, end) != (0, len(text) - 1):
-        inner = text[start:end + 1]
+        inner = text[start : end + 1]
         try:
             value = json.loads(inner)
         except (ValueError, RecursionError):

@@ -45,9 +45,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from opensearch_vl.errors import ReplayMissError, ToolError
 from opensearch_vl.tools_env.environment import ToolEnvironment
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.observation import (
@@ -63,6 +60,9 @@ from opensearch_vl.tools_env.parser import cut_at_tool_response, parse_turn
 from opensearch_vl.tools_env.policy import ChatMessage, ChatPolicy, ImagePart, PolicyError, PolicyOutput
 from opensearch_vl.tools_env.task import Task
 from opensearch_vl.tools_env.transcript import ImageRecord, Step, Termination, Transcript
+from pydantic import BaseModel, ConfigDict, Field
+
+from opensearch_vl.errors import ReplayMissError, ToolError
 
 __all__ = ["EpisodeLimits", "TokenCounter", "run_episode", "run_episodes", "replay_episode"]
 
@@ -115,7 +115,7 @@ async def run_episode(
     token_counter: TokenCounter | None = None,
     policy_meta: dict[str, Any] | None = None,
 ) -> Transcript:
-    """Run one episode of ``policy`` on ``task`` and return its transcript. Never raises (but on cancellation).
+    """Run one episode of ``policy`` on ``task`` and return its transcript; raises only on cancellation.
 
     Args:
         policy: any :class:`~opensearch_vl.tools_env.policy.ChatPolicy`.
@@ -128,7 +128,8 @@ async def run_episode(
         policy_meta: recorded as ``Transcript.policy`` (model name, sampling settings).
 
     Example:
-        >>> policy = ScriptedPolicy(['<think>look</think><tool_call>{"name": "crop", "arguments": {}}</tool_call>',
+        >>> call = '<think>a</think><tool_call>{"name": "crop", "arguments": {}}</tool_call>'
+        >>> policy = ScriptedPolicy([call,
         ...                          "<think>ok</think><response>cat</response>"])  # doctest: +SKIP
         >>> asyncio.run(run_episode(policy, task, env)).steps[0].action.tool  # doctest: +SKIP
         'crop'
@@ -137,8 +138,12 @@ async def run_episode(
     prompt = env.system_prompt() if system_prompt is None else system_prompt
     started, clock = time.time(), time.monotonic()
     transcript = Transcript(
-        task=task.info([]), system_prompt=prompt or None, tools=env.openai_tools(), fatal_k=limits.fatal_k,
-        policy=dict(policy_meta or {}), started_at=started,
+        task=task.info([]),
+        system_prompt=prompt or None,
+        tools=env.openai_tools(),
+        fatal_k=limits.fatal_k,
+        policy=dict(policy_meta or {}),
+        started_at=started,
     )
     deadline = clock + limits.episode_timeout_s if limits.episode_timeout_s else None
     try:
@@ -168,8 +173,9 @@ async def _drive(
         if task.images:
             await env.offload(lambda: [store.add(image, origin="task") for image in task.images])
     except ToolError as exc:
-        raise _Ended("environment_error", f"task {task.id!r}: cannot load task image {len(store) + 1}: "
-                                          f"{exc.message}") from exc
+        raise _Ended(
+            "environment_error", f"task {task.id!r}: cannot load task image {len(store) + 1}: {exc.message}"
+        ) from exc
     task_ids = store.ids
     transcript.task.image_ids = list(task_ids)
     _record_images(transcript, store, task_ids, None)
@@ -188,16 +194,26 @@ async def _drive(
             used = token_counter(messages) if token_counter else chars
             if used > limits.context_budget:
                 unit = "tokens" if token_counter else "characters"
-                raise _Ended("context_overflow", f"the prompt for turn {index} has {used} {unit}, over the "
-                                                 f"context budget of {limits.context_budget}")
+                raise _Ended(
+                    "context_overflow",
+                    f"the prompt for turn {index} has {used} {unit}, over the "
+                    f"context budget of {limits.context_budget}",
+                )
         began = time.perf_counter()
         output = await _call_policy(policy, tuple(messages), deadline, index)
         model_latency = time.perf_counter() - began
         action = parse_turn(output.text, specs)
         model_text, _ = cut_at_tool_response(output.text)
-        step = dict(index=index, model_text=model_text, action=action, model_latency_s=model_latency,
-                    prompt_tokens=output.prompt_tokens, completion_tokens=output.completion_tokens,
-                    finish_reason=output.finish_reason, policy_info=dict(output.info))
+        step = dict(
+            index=index,
+            model_text=model_text,
+            action=action,
+            model_latency_s=model_latency,
+            prompt_tokens=output.prompt_tokens,
+            completion_tokens=output.completion_tokens,
+            finish_reason=output.finish_reason,
+            policy_info=dict(output.info),
+        )
 
         if action.kind == "answer":
             transcript.steps.append(Step(**step))
@@ -212,8 +228,11 @@ async def _drive(
         else:
             if limits.max_tool_calls is not None and tool_calls >= limits.max_tool_calls:
                 transcript.steps.append(Step(**step))
-                raise _Ended("max_tool_calls", f"step {index} asked for tool call {tool_calls + 1}; the limit is "
-                                               f"{limits.max_tool_calls}")
+                raise _Ended(
+                    "max_tool_calls",
+                    f"step {index} asked for tool call {tool_calls + 1}; the limit is "
+                    f"{limits.max_tool_calls}",
+                )
             tool_calls += 1
             try:
                 outcome = await _until(env.execute(action.tool, action.arguments, store), deadline)
@@ -222,11 +241,20 @@ async def _drive(
                 raise _Ended("replay_miss", f"step {index}: {exc.message}") from exc
             except _TIMEOUTS as exc:
                 transcript.steps.append(Step(**step))
-                raise _Ended("timeout", f"the episode's {limits.episode_timeout_s:g} s ran out during the "
-                                        f"{action.tool} call of step {index}") from exc
+                raise _Ended(
+                    "timeout",
+                    f"the episode's {limits.episode_timeout_s:g} s ran out during the "
+                    f"{action.tool} call of step {index}",
+                ) from exc
             image_ids = outcome.image_ids
-            step.update(observation=outcome.text, observation_image_ids=list(image_ids), error=outcome.error,
-                        error_category=outcome.category, tool_info=outcome.info, tool_latency_s=outcome.latency_s)
+            step.update(
+                observation=outcome.text,
+                observation_image_ids=list(image_ids),
+                error=outcome.error,
+                error_category=outcome.category,
+                tool_info=outcome.info,
+                tool_latency_s=outcome.latency_s,
+            )
             _record_images(transcript, store, image_ids, index)
 
         recorded = Step(**step)
@@ -234,32 +262,44 @@ async def _drive(
         consecutive_errors = consecutive_errors + 1 if recorded.error else 0
         if consecutive_errors >= limits.fatal_k:
             transcript.fatal_step_index = index - limits.fatal_k + 1
-            raise _Ended("fatal_cascade", f"{limits.fatal_k} consecutive error steps from step "
-                                          f"{transcript.fatal_step_index} to step {index}")
+            raise _Ended(
+                "fatal_cascade",
+                f"{limits.fatal_k} consecutive error steps from step "
+                f"{transcript.fatal_step_index} to step {index}",
+            )
         messages.append(assistant_message(model_text))
-        messages.append(observation_message(recorded.observation or "",
-                                            [ImagePart(i, store.get(i)) for i in image_ids]))
+        messages.append(
+            observation_message(recorded.observation or "", [ImagePart(i, store.get(i)) for i in image_ids])
+        )
         chars += message_chars(messages[-2]) + message_chars(messages[-1])
 
     raise _Ended("max_turns", f"no answer after {limits.max_turns} turns")
 
 
-async def _call_policy(policy: ChatPolicy, messages: tuple[ChatMessage, ...], deadline: float | None,
-                       index: int) -> PolicyOutput:
+async def _call_policy(
+    policy: ChatPolicy, messages: tuple[ChatMessage, ...], deadline: float | None, index: int
+) -> PolicyOutput:
     try:
         output = await _until(policy(messages), deadline)
     except _TIMEOUTS as exc:
         if deadline is not None and time.monotonic() >= deadline:
-            raise _Ended("timeout", f"the episode's wall time ran out waiting for the policy at turn {index}") from exc
-        raise _Ended("policy_error", f"turn {index}: the policy timed out ({exc.__class__.__name__}: {exc})") from exc
+            raise _Ended(
+                "timeout", f"the episode's wall time ran out waiting for the policy at turn {index}"
+            ) from exc
+        raise _Ended(
+            "policy_error", f"turn {index}: the policy timed out ({exc.__class__.__name__}: {exc})"
+        ) from exc
     except PolicyError as exc:
         reason: Termination = "context_overflow" if exc.context_overflow else "policy_error"
         raise _Ended(reason, f"turn {index}: {exc}") from exc
     except Exception as exc:  # any policy failure ends this episode only
         raise _Ended("policy_error", f"turn {index}: {exc.__class__.__name__}: {exc}") from exc
     if not isinstance(getattr(output, "text", None), str):
-        raise _Ended("policy_error", f"turn {index}: the policy returned {type(output).__name__}, "
-                                     "expected PolicyOutput with a str text")
+        raise _Ended(
+            "policy_error",
+            f"turn {index}: the policy returned {type(output).__name__}, "
+            "expected PolicyOutput with a str text",
+        )
     return output
 
 
@@ -269,11 +309,19 @@ async def _until(awaitable: Awaitable[Any], deadline: float | None) -> Any:
     return await asyncio.wait_for(awaitable, timeout=max(0.0, deadline - time.monotonic()))
 
 
-def _record_images(transcript: Transcript, store: ImageStore, ids: Sequence[str], step_index: int | None) -> None:
+def _record_images(
+    transcript: Transcript, store: ImageStore, ids: Sequence[str], step_index: int | None
+) -> None:
     for image_id in ids:
         stored = store.record(image_id)
-        record = ImageRecord(id=image_id, sha256=stored.sha256, width=stored.image.width,
-                             height=stored.image.height, origin=stored.origin, step_index=step_index)
+        record = ImageRecord(
+            id=image_id,
+            sha256=stored.sha256,
+            width=stored.image.width,
+            height=stored.image.height,
+            origin=stored.origin,
+            step_index=step_index,
+        )
         transcript.add_image(record, stored.png)
 
 
@@ -319,8 +367,15 @@ async def run_episodes(
 
     async def worker() -> None:
         for position, task in pending:  # a shared iterator: each task is taken by exactly one worker
-            transcript = await run_episode(policy, task, env, limits=limits, system_prompt=prompt,
-                                           token_counter=token_counter, policy_meta=policy_meta)
+            transcript = await run_episode(
+                policy,
+                task,
+                env,
+                limits=limits,
+                system_prompt=prompt,
+                token_counter=token_counter,
+                policy_meta=policy_meta,
+            )
             results[position] = transcript
             if on_result is not None:
                 returned = on_result(transcript)
@@ -331,8 +386,9 @@ async def run_episodes(
     return [results[i] for i in range(len(results))]
 
 
-async def replay_episode(transcript: Transcript, env: ToolEnvironment, *,
-                         limits: EpisodeLimits | None = None) -> Transcript:
+async def replay_episode(
+    transcript: Transcript, env: ToolEnvironment, *, limits: EpisodeLimits | None = None
+) -> Transcript:
     """Re-run a recorded episode: same task and images, the recorded model turns, the tools of ``env``.
 
     With ``env`` in replay-only cache mode this checks that an episode is reproducible: compare
@@ -347,6 +403,11 @@ async def replay_episode(transcript: Transcript, env: ToolEnvironment, *,
     from opensearch_vl.tools_env.scripted_policy import ScriptedPolicy
 
     limits = limits or EpisodeLimits(max_turns=max(len(transcript.steps), 1), fatal_k=transcript.fatal_k)
-    return await run_episode(ScriptedPolicy.from_transcript(transcript, record=False),
-                             Task.from_transcript(transcript), env, limits=limits,
-                             system_prompt=transcript.system_prompt or "", policy_meta=transcript.policy)
+    return await run_episode(
+        ScriptedPolicy.from_transcript(transcript, record=False),
+        Task.from_transcript(transcript),
+        env,
+        limits=limits,
+        system_prompt=transcript.system_prompt or "",
+        policy_meta=transcript.policy,
+    )

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ScriptedPolicy", "ScriptedTurn"]
 
-ScriptedTurn = Union[str, PolicyOutput, BaseException, Callable[[Sequence[ChatMessage]], Union[str, PolicyOutput]]]
+ScriptedTurn = Union[
+    str, PolicyOutput, BaseException, Callable[[Sequence[ChatMessage]], Union[str, PolicyOutput]]
+]
 """One entry of a script: text, a full output, an exception to raise, or a function of the messages."""
 
 
@@ -50,11 +52,14 @@ class ScriptedPolicy:
         1
     """
 
-    def __init__(self, turns: Sequence[ScriptedTurn], *, delay_s: float | Sequence[float] = 0.0,
-                 record: bool = True) -> None:
+    def __init__(
+        self, turns: Sequence[ScriptedTurn], *, delay_s: float | Sequence[float] = 0.0, record: bool = True
+    ) -> None:
         self.turns = list(turns)
         if not isinstance(delay_s, (int, float)) and len(delay_s) != len(self.turns):
-            raise ValueError(f"delay_s has {len(delay_s)} values for {len(self.turns)} turns; give one per turn")
+            raise ValueError(
+                f"delay_s has {len(delay_s)} values for {len(self.turns)} turns; give one per turn"
+            )
         self.delay_s = delay_s
         self.record = record
         self.calls: list[tuple[ChatMessage, ...]] = []
@@ -72,9 +77,15 @@ class ScriptedPolicy:
         for step in transcript.steps:
             # the recorded text was cut at a hallucinated <tool_response>; restore the tag so the cut recurs
             text = step.model_text + ("<tool_response>" if "tool_response_cut" in step.action.repairs else "")
-            turns.append(PolicyOutput(text=text, prompt_tokens=step.prompt_tokens,
-                                      completion_tokens=step.completion_tokens, finish_reason=step.finish_reason,
-                                      info=dict(step.policy_info)))
+            turns.append(
+                PolicyOutput(
+                    text=text,
+                    prompt_tokens=step.prompt_tokens,
+                    completion_tokens=step.completion_tokens,
+                    finish_reason=step.finish_reason,
+                    info=dict(step.policy_info),
+                )
+            )
         return cls(turns, **kwargs)
 
     async def __call__(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
@@ -82,11 +93,17 @@ class ScriptedPolicy:
         if self.record:
             self.calls.append(tuple(messages))
         index = sum(1 for message in messages if message.role == "assistant")
-        delay = self.delay_s if isinstance(self.delay_s, (int, float)) else self.delay_s[min(index, len(self.turns) - 1)]
+        delay = (
+            self.delay_s
+            if isinstance(self.delay_s, (int, float))
+            else self.delay_s[min(index, len(self.turns) - 1)]
+        )
         if delay:
             await asyncio.sleep(delay)
         if index >= len(self.turns):
-            raise PolicyError(f"scripted policy exhausted: asked for turn {index}, the script has {len(self.turns)}")
+            raise PolicyError(
+                f"scripted policy exhausted: asked for turn {index}, the script has {len(self.turns)}"
+            )
         turn = self.turns[index]
         if isinstance(turn, BaseException):
             raise turn

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from opensearch_vl.tools_env.transcript import TaskInfo, Transcript
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["Task"]
 
@@ -50,8 +49,14 @@ class Task(BaseModel):
             'a'
         """
         info = transcript.task
-        return cls(id=info.id, question=info.question, answers=list(info.answers), benchmark=info.benchmark,
-                   metadata=dict(info.metadata), images=[transcript.image_bytes(i) for i in info.image_ids])
+        return cls(
+            id=info.id,
+            question=info.question,
+            answers=list(info.answers),
+            benchmark=info.benchmark,
+            metadata=dict(info.metadata),
+            images=[transcript.image_bytes(i) for i in info.image_ids],
+        )
 
     def info(self, image_ids: list[str]) -> TaskInfo:
         """The transcript's record of this task, given the store ids its images received.
@@ -60,5 +65,11 @@ class Task(BaseModel):
             >>> Task(id="a", question="q").info([]).question
             'q'
         """
-        return TaskInfo(id=self.id, question=self.question, answers=list(self.answers), image_ids=list(image_ids),
-                        benchmark=self.benchmark, metadata=dict(self.metadata))
+        return TaskInfo(
+            id=self.id,
+            question=self.question,
+            answers=list(self.answers),
+            image_ids=list(image_ids),
+            benchmark=self.benchmark,
+            metadata=dict(self.metadata),
+        )

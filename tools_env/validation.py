@@ -31,9 +31,23 @@ from opensearch_vl.errors import ConfigError
 __all__ = ["ValidationResult", "validate_arguments", "check_schema", "apply_defaults"]
 
 _CHECKED = {
-    "type", "properties", "required", "additionalProperties", "enum", "const", "minimum", "maximum",
-    "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "items", "minItems",
-    "maxItems", "anyOf",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "items",
+    "minItems",
+    "maxItems",
+    "anyOf",
 }
 _ANNOTATIONS = {"description", "default", "title", "examples", "format", "deprecated", "$comment"}
 _TYPES = {"object", "array", "string", "integer", "number", "boolean", "null"}
@@ -205,7 +219,9 @@ def _validate(schema: dict[str, Any], value: Any, path: str, errors: list[str], 
         if "minLength" in schema and len(value) < schema["minLength"]:
             errors.append(f"{_label(path)} must have at least {schema['minLength']} characters")
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(f"{_label(path)} must have at most {schema['maxLength']} characters, got {len(value)}")
+            errors.append(
+                f"{_label(path)} must have at most {schema['maxLength']} characters, got {len(value)}"
+            )
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append(f"{_label(path)} must match {schema['pattern']!r}, got {value!r}")
 
@@ -215,7 +231,10 @@ def _validate(schema: dict[str, Any], value: Any, path: str, errors: list[str], 
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             errors.append(f"{_label(path)} must have at most {schema['maxItems']} items, got {len(value)}")
         if isinstance(schema.get("items"), dict):
-            value = [_validate(schema["items"], item, f"{path}[{i}]", errors, coerced) for i, item in enumerate(value)]
+            value = [
+                _validate(schema["items"], item, f"{path}[{i}]", errors, coerced)
+                for i, item in enumerate(value)
+            ]
 
     if isinstance(value, dict):
         properties = schema.get("properties") or {}

@@ -26,8 +26,9 @@ __all__ = ["register", "list_tools", "call_tool"]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``tools`` command group to the ``opensearch-vl`` parser."""
-    parser = subparsers.add_parser("tools", help="list the tools' schemas or call a tool",
-                                   description=__doc__.split("\n\n")[0])
+    parser = subparsers.add_parser(
+        "tools", help="list the tools' schemas or call a tool", description=__doc__.split("\n\n")[0]
+    )
     commands = parser.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
     parser.set_defaults(func=lambda args: _help(parser))
 
@@ -39,8 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     call = commands.add_parser("call", help="call one tool and print its observation as JSON")
     call.add_argument("name", help="tool name, e.g. crop (see `opensearch-vl tools list --names`)")
     call.add_argument("--args", default="{}", help="the tool arguments as a JSON object (default: {})")
-    call.add_argument("--image", action="append", default=[], metavar="PATH",
-                      help="an input image; repeat for several (they become img_1, img_2, …)")
+    call.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="an input image; repeat for several (they become img_1, img_2, …)",
+    )
     call.add_argument("--out", metavar="DIR", help="write the images the tool produced here as <id>.png")
     call.add_argument("--config", help="tool environment YAML (ToolEnvConfig); default: offline defaults")
     call.set_defaults(func=_run_call)
@@ -92,13 +98,14 @@ def _run_list(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-async def call_tool(name: str, arguments: Any, images: list[str], *, config: Any = None,
-                    out: str | Path | None = None) -> dict[str, Any]:
+async def call_tool(
+    name: str, arguments: Any, images: list[str], *, config: Any = None, out: str | Path | None = None
+) -> dict[str, Any]:
     """Call one tool on the given image files and return the observation as a JSON-ready dict.
 
     Example:
         >>> asyncio.run(call_tool("sharpen", {"image": "img_1"}, ["photo.jpg"], out="out/"))  # doctest: +SKIP
-        {'tool': 'sharpen', 'text': 'Sharpened img_1 …', 'error': False, 'category': None, 'image_ids': ['img_2'], …}
+        {'tool': 'sharpen', 'text': '…', 'error': False, 'category': None, 'image_ids': ['img_2'], …}
     """
     from opensearch_vl.tools_env.config import ToolEnvConfig
     from opensearch_vl.tools_env.environment import ToolEnvironment
@@ -123,17 +130,28 @@ async def call_tool(name: str, arguments: Any, images: list[str], *, config: Any
             target.write_bytes(record.png)
             entry["path"] = str(target)
         written.append(entry)
-    return {"tool": name, "arguments": outcome.arguments, "text": outcome.text, "error": outcome.error,
-            "category": outcome.category, "image_ids": list(outcome.image_ids), "images": written,
-            "info": outcome.info, "latency_s": round(outcome.latency_s, 6)}
+    return {
+        "tool": name,
+        "arguments": outcome.arguments,
+        "text": outcome.text,
+        "error": outcome.error,
+        "category": outcome.category,
+        "image_ids": list(outcome.image_ids),
+        "images": written,
+        "info": outcome.info,
+        "latency_s": round(outcome.latency_s, 6),
+    }
 
 
 def _run_call(args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"--args is not valid JSON ({exc}); give an object such as '{{\"image\": \"img_1\"}}'")
-    result = asyncio.run(call_tool(args.name, arguments, args.image, config=_load_config(args.config),
-                                   out=args.out))
+        raise ConfigError(
+            f'--args is not valid JSON ({exc}); give an object such as \'{{"image": "img_1"}}\''
+        )
+    result = asyncio.run(
+        call_tool(args.name, arguments, args.image, config=_load_config(args.config), out=args.out)
+    )
     print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
     return 1 if result["error"] else 0

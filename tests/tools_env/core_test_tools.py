@@ -9,17 +9,21 @@ from __future__ import annotations
 import asyncio
 import time
 
+from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec, register_tool
 from PIL import Image
 
 from opensearch_vl.errors import ReplayMissError, ToolError
-from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec, register_tool
 
 CORE_TOOLS = ["core_echo", "core_paint", "core_fail", "core_boom", "core_sleep", "core_replay", "core_block"]
 
 
 def _spec(name: str, properties: dict, required: list[str], produces_images: bool = False) -> ToolSpec:
-    return ToolSpec(name, f"Test tool {name}.", {"type": "object", "properties": properties, "required": required,
-                                                 "additionalProperties": False}, produces_images)
+    return ToolSpec(
+        name,
+        f"Test tool {name}.",
+        {"type": "object", "properties": properties, "required": required, "additionalProperties": False},
+        produces_images,
+    )
 
 
 @register_tool("core_echo")
@@ -27,8 +31,14 @@ def make_echo(config, cache):
     def run(args, store):
         return ToolResult(text=args["text"] * args["repeat"], info={"repeat": args["repeat"]})
 
-    return FunctionTool(_spec("core_echo", {"text": {"type": "string"},
-                                            "repeat": {"type": "integer", "minimum": 1, "default": 1}}, ["text"]), run)
+    return FunctionTool(
+        _spec(
+            "core_echo",
+            {"text": {"type": "string"}, "repeat": {"type": "integer", "minimum": 1, "default": 1}},
+            ["text"],
+        ),
+        run,
+    )
 
 
 @register_tool("core_paint")
@@ -37,12 +47,24 @@ def make_paint(config, cache):
 
     def run(args, store):
         width, height = store.get(args["image"]).size
-        return ToolResult(text=f"painted {args['count']}",
-                          images=[Image.new("RGB", (width, height), (args["level"],) * 3) for _ in range(args["count"])])
+        return ToolResult(
+            text=f"painted {args['count']}",
+            images=[Image.new("RGB", (width, height), (args["level"],) * 3) for _ in range(args["count"])],
+        )
 
-    return FunctionTool(_spec("core_paint", {"image": {"type": "string"}, "level": {"type": "integer", "default": 128},
-                                             "count": {"type": "integer", "minimum": 0, "default": 1}}, ["image"],
-                              produces_images=True), run)
+    return FunctionTool(
+        _spec(
+            "core_paint",
+            {
+                "image": {"type": "string"},
+                "level": {"type": "integer", "default": 128},
+                "count": {"type": "integer", "minimum": 0, "default": 1},
+            },
+            ["image"],
+            produces_images=True,
+        ),
+        run,
+    )
 
 
 @register_tool("core_fail")
@@ -50,8 +72,9 @@ def make_fail(config, cache):
     def run(args, store):
         raise ToolError(args["category"], f"failed on purpose: {args.get('why', 'no reason')}")
 
-    return FunctionTool(_spec("core_fail", {"category": {"type": "string"}, "why": {"type": "string"}},
-                              ["category"]), run)
+    return FunctionTool(
+        _spec("core_fail", {"category": {"type": "string"}, "why": {"type": "string"}}, ["category"]), run
+    )
 
 
 @register_tool("core_boom")

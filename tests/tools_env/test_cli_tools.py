@@ -48,8 +48,21 @@ def test_list_reports_unavailable_tools(tmp_path, capsys):
 
 def test_call_writes_produced_images_and_prints_the_observation(config, photo, tmp_path, capsys):
     out = tmp_path / "out"
-    code = main(["tools", "call", "core_paint", "--args", '{"image": "img_1", "count": 2, "level": 7}',
-                 "--image", photo, "--out", str(out), "--config", config])
+    code = main(
+        [
+            "tools",
+            "call",
+            "core_paint",
+            "--args",
+            '{"image": "img_1", "count": 2, "level": 7}',
+            "--image",
+            photo,
+            "--out",
+            str(out),
+            "--config",
+            config,
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     assert (result["error"], result["category"], result["image_ids"]) == (False, None, ["img_2", "img_3"])
@@ -61,8 +74,9 @@ def test_call_writes_produced_images_and_prints_the_observation(config, photo, t
 
 
 def test_call_error_observation_exits_1(config, photo, capsys):
-    code = main(["tools", "call", "core_paint", "--args", '{"image": "img_5"}', "--image", photo,
-                 "--config", config])
+    code = main(
+        ["tools", "call", "core_paint", "--args", '{"image": "img_5"}', "--image", photo, "--config", config]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code == 1
     assert result["error"] is True and result["category"] == "not_found"
@@ -75,3 +89,29 @@ def test_call_usage_errors(config, capsys):
     assert main(["tools", "call", "no_such_tool", "--config", config]) == 1
     assert "unknown tool 'no_such_tool'" in capsys.readouterr().err
     assert main(["tools"]) == 2
+
+
+def test_console_entry_point_calls_a_builtin_tool(photo, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "crops"
+    command = [
+        sys.executable,
+        "-m",
+        "opensearch_vl.cli.main",
+        "tools",
+        "call",
+        "crop",
+        "--args",
+        '{"image": "img_1", "x": 5, "y": 5, "width": 10, "height": 8}',
+        "--image",
+        photo,
+        "--out",
+        str(out),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    observation = json.loads(result.stdout)
+    assert observation["image_ids"] == ["img_2"] and observation["error"] is False
+    assert Image.open(out / "img_2.png").size == (10, 8)

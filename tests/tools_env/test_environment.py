@@ -7,15 +7,15 @@ import json
 
 import pytest
 from core_test_tools import CORE_TOOLS
-from PIL import Image
-
-from opensearch_vl.errors import ConfigError, ReplayMissError
 from opensearch_vl.sft import observation_format
 from opensearch_vl.tools_env import observation
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.environment import ToolEnvironment
 from opensearch_vl.tools_env.policy import ImagePart
 from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec
+from PIL import Image
+
+from opensearch_vl.errors import ConfigError, ReplayMissError
 
 
 @pytest.fixture
@@ -79,7 +79,9 @@ async def test_long_output_is_truncated_with_a_marker(env, store):
         ("core_sleep", {"seconds": 5}, "timeout", "no result within 0.5 s"),
     ],
 )
-async def test_every_failure_is_an_error_observation_with_marker(env, store, name, arguments, category, fragment):
+async def test_every_failure_is_an_error_observation_with_marker(
+    env, store, name, arguments, category, fragment
+):
     outcome = await env.execute(name, arguments, store)
     assert outcome.error is True
     assert outcome.category == category
@@ -119,8 +121,10 @@ async def test_tool_returning_the_wrong_type_is_internal():
 
 async def test_image_refused_by_the_store_is_an_error_observation(store):
     spec = ToolSpec("huge", "Returns a huge image.", {"type": "object", "properties": {}})
-    env = ToolEnvironment(ToolEnvConfig(max_image_pixels=100),
-                          tools=[FunctionTool(spec, lambda a, s: ToolResult("x", [Image.new("RGB", (20, 20))]))])
+    env = ToolEnvironment(
+        ToolEnvConfig(max_image_pixels=100),
+        tools=[FunctionTool(spec, lambda a, s: ToolResult("x", [Image.new("RGB", (20, 20))]))],
+    )
     outcome = await env.execute("huge", {}, env.new_store())
     assert outcome.category == "bad_arguments" and "exceeds" in outcome.text
 
@@ -132,8 +136,9 @@ def test_configuration_errors():
         ToolEnvironment(tools=[tool, tool])
     with pytest.raises(ConfigError, match="unknown tool 'no_such_tool'"):
         ToolEnvironment(ToolEnvConfig(tools=["no_such_tool"]))
-    bad = ToolSpec("bad", "x", {"type": "object", "properties": {"a": {"type": "string", "format": "uri",
-                                                                        "oneOf": []}}})
+    bad = ToolSpec(
+        "bad", "x", {"type": "object", "properties": {"a": {"type": "string", "format": "uri", "oneOf": []}}}
+    )
     with pytest.raises(ConfigError, match="oneOf"):
         ToolEnvironment(tools=[FunctionTool(bad, lambda a, s: ToolResult("x"))])
 
@@ -151,11 +156,15 @@ def test_observation_constants_agree_with_the_sft_format():
     assert observation.TOOL_RESPONSE_OPEN == observation_format.TOOL_RESPONSE_OPEN
     assert observation.TOOL_RESPONSE_CLOSE == observation_format.TOOL_RESPONSE_CLOSE
     image = Image.new("RGB", (2, 2))
-    message = observation.observation_message("two crops", [ImagePart("img_2", image),
-                                                            ImagePart("img_3", image)])
-    rendered = "".join(observation_format.IMAGE_PLACEHOLDER if isinstance(p, ImagePart) else p.text
-                       for p in message.content)
-    expected = observation_format.wrap_tool_response(observation_format.render_observation_text("two crops", 2))
+    message = observation.observation_message(
+        "two crops", [ImagePart("img_2", image), ImagePart("img_3", image)]
+    )
+    rendered = "".join(
+        observation_format.IMAGE_PLACEHOLDER if isinstance(p, ImagePart) else p.text for p in message.content
+    )
+    expected = observation_format.wrap_tool_response(
+        observation_format.render_observation_text("two crops", 2)
+    )
     assert (message.role, rendered) == ("user", expected)
 
 
@@ -167,8 +176,11 @@ async def test_sync_tools_run_in_the_environment_pools():
 
     spec_io = ToolSpec("io", "Blocking I/O.", {"type": "object", "properties": {}})
     spec_cpu = ToolSpec("cpu", "CPU work.", {"type": "object", "properties": {}})
-    env = ToolEnvironment(tools=[FunctionTool(spec_io, where), FunctionTool(spec_cpu, where, cpu_bound=True)],
-                          tool_threads=3, cpu_threads=1)
+    env = ToolEnvironment(
+        tools=[FunctionTool(spec_io, where), FunctionTool(spec_cpu, where, cpu_bound=True)],
+        tool_threads=3,
+        cpu_threads=1,
+    )
     store = env.new_store()
     assert (await env.execute("io", {}, store)).text.startswith("tool-io")
     assert (await env.execute("cpu", {}, store)).text.startswith("tool-cpu")

@@ -19,14 +19,18 @@ import json, sys
 {statement}
 print(json.dumps(sorted({{name.split('.')[0] for name in sys.modules}})))
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     loaded = set(json.loads(result.stdout.strip().splitlines()[-1]))
     return sorted(loaded & set(HEAVY))
 
 
 def test_importing_the_core_loads_no_framework():
-    statement = ("import opensearch_vl.tools_env; from opensearch_vl.tools_env import runner, parser, environment, "
-                 "observation, validation, scripted_policy, task; import opensearch_vl.cli.tools")
+    statement = (
+        "import opensearch_vl.tools_env; from opensearch_vl.tools_env import runner, parser, environment, "
+        "observation, validation, scripted_policy, task; import opensearch_vl.cli.tools"
+    )
     assert _loaded_after(statement) == []
 
 
@@ -34,7 +38,8 @@ def test_a_scripted_episode_without_tools_loads_no_framework():
     statement = """
 import asyncio
 from opensearch_vl.tools_env import ScriptedPolicy, Task, ToolEnvironment, run_episode
-t = asyncio.run(run_episode(ScriptedPolicy(["<think>a</think><response>b</response>"]), Task(id="x", question="?"),
+policy = ScriptedPolicy(["<think>a</think><response>b</response>"])
+t = asyncio.run(run_episode(policy, Task(id="x", question="?"),
                             ToolEnvironment(tools=[])))
 assert t.termination == "answer"
 """
@@ -47,5 +52,7 @@ def test_public_surface_is_complete_and_documented():
         obj = getattr(tools_env, name)
         if inspect.isclass(obj) or inspect.isfunction(obj):
             assert obj.__doc__ and obj.__doc__.strip(), f"{name} has no docstring"
-    public_functions = {n for n, o in vars(tools_env).items() if inspect.isfunction(o) and not n.startswith("_")}
+    public_functions = {
+        n for n, o in vars(tools_env).items() if inspect.isfunction(o) and not n.startswith("_")
+    }
     assert public_functions <= set(tools_env.__all__)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.tools_env.parser import INVALID_REASONS, cut_at_tool_response, parse_turn
 from opensearch_vl.tools_env.tool import ToolSpec
 from opensearch_vl.tools_env.validation import apply_defaults, check_schema, validate_arguments
+
+from opensearch_vl.errors import ConfigError
 
 CROP = ToolSpec(
     "crop",
@@ -30,13 +30,21 @@ CROP = ToolSpec(
 SEARCH = ToolSpec(
     "text_search",
     "Search.",
-    {"type": "object", "properties": {"q": {"type": "string", "minLength": 1},
-                                      "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
-                                      "hl": {"type": "string", "enum": ["en", "zh"]}},
-     "required": ["q"]},
+    {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string", "minLength": 1},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+            "hl": {"type": "string", "enum": ["en", "zh"]},
+        },
+        "required": ["q"],
+    },
 )
-PYTHON = ToolSpec("python_interpreter", "Run code.", {"type": "object", "properties": {"code": {"type": "string"}},
-                                                      "required": ["code"]})
+PYTHON = ToolSpec(
+    "python_interpreter",
+    "Run code.",
+    {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+)
 TOOLS = {spec.name: spec for spec in (CROP, SEARCH, PYTHON)}
 GOOD_ARGS = '{"image": "img_1", "x": 0, "y": 0, "width": 10, "height": 10}'
 
@@ -109,8 +117,12 @@ def test_common_json_mistakes_are_repaired(payload, repair):
 
 
 def test_python_literals_are_repaired():
-    action = parse_turn(call("{'name': 'crop', 'arguments': {'image': 'img_1', 'x': 0, 'y': 0, 'width': 5, "
-                             "'height': 5, 'extra': True}}"))
+    action = parse_turn(
+        call(
+            "{'name': 'crop', 'arguments': {'image': 'img_1', 'x': 0, 'y': 0, 'width': 5, "
+            "'height': 5, 'extra': True}}"
+        )
+    )
     assert action.kind == "tool_call"
     assert action.arguments["extra"] is True
     assert "python_literals" in action.repairs
@@ -123,7 +135,9 @@ def test_apostrophe_inside_double_quoted_string_is_not_a_repair():
 
 
 def test_numeric_strings_are_coerced_for_integer_fields():
-    payload = '{"name": "crop", "arguments": {"image": "img_1", "x": "12", "y": 3.0, "width": 10, "height": 10}}'
+    payload = (
+        '{"name": "crop", "arguments": {"image": "img_1", "x": "12", "y": 3.0, "width": 10, "height": 10}}'
+    )
     action = parse_turn(call(payload), TOOLS)
     assert action.arguments["x"] == 12 and action.arguments["y"] == 3
     assert isinstance(action.arguments["y"], int)
@@ -138,7 +152,7 @@ def test_unclosed_tool_call_at_stop_sequence_is_repaired_but_not_well_formed():
 
 
 def test_unclosed_think_before_action_is_repaired():
-    action = parse_turn('<think>hmm <response>blue</response>')
+    action = parse_turn("<think>hmm <response>blue</response>")
     assert (action.kind, action.answer, action.think) == ("answer", "blue", "hmm")
     assert "unclosed_think" in action.repairs
 
@@ -151,8 +165,10 @@ def test_think_opened_by_the_chat_template():
 
 
 def test_turn_is_cut_at_a_hallucinated_tool_response():
-    text = call('{"name": "text_search", "arguments": {"q": "a"}}') + "<tool_response>fake</tool_response>" \
+    text = (
+        call('{"name": "text_search", "arguments": {"q": "a"}}') + "<tool_response>fake</tool_response>"
         "<think>more</think><response>made up</response>"
+    )
     assert cut_at_tool_response(text)[1] is True
     action = parse_turn(text, TOOLS)
     assert action.kind == "tool_call"
@@ -161,8 +177,10 @@ def test_turn_is_cut_at_a_hallucinated_tool_response():
 
 
 def test_action_tags_inside_think_do_not_count():
-    text = "<think>I could write <response>x</response> but first</think><tool_call>" \
-           '{"name": "text_search", "arguments": {"q": "a"}}</tool_call>'
+    text = (
+        "<think>I could write <response>x</response> but first</think><tool_call>"
+        '{"name": "text_search", "arguments": {"q": "a"}}</tool_call>'
+    )
     action = parse_turn(text, TOOLS)
     assert action.kind == "tool_call"
 
@@ -173,9 +191,15 @@ def test_action_tags_inside_think_do_not_count():
     [
         ("<think>I believe it is Paris.</think> Paris.", "no_action"),
         ("", "no_action"),
-        (call('{"name": "text_search", "arguments": {"q": "a"}}') + "<response>b</response>", "multiple_actions"),
-        ("<think>x</think>" + "<tool_call>{\"name\": \"text_search\", \"arguments\": {\"q\": \"a\"}}</tool_call>" * 2,
-         "multiple_actions"),
+        (
+            call('{"name": "text_search", "arguments": {"q": "a"}}') + "<response>b</response>",
+            "multiple_actions",
+        ),
+        (
+            "<think>x</think>"
+            + '<tool_call>{"name": "text_search", "arguments": {"q": "a"}}</tool_call>' * 2,
+            "multiple_actions",
+        ),
         ("<think>x</think><response>  </response>", "empty_answer"),
         (call("{name: crop, args: ["), "invalid_json"),
         (call('["crop", {}]'), "malformed_tool_call"),
@@ -184,8 +208,12 @@ def test_action_tags_inside_think_do_not_count():
         (call('{"name": "text_search", "arguments": ["a"]}'), "arguments_not_object"),
         (call('{"name": "text_search", "arguments": "not json"}'), "arguments_not_object"),
         (call('{"name": "crop", "arguments": {"image": "img_1"}}'), "schema_violation"),
-        (call('{"name": "crop", "arguments": {"image": "img_1", "x": 0, "y": 0, "width": 0, "height": 1}}'),
-         "schema_violation"),
+        (
+            call(
+                '{"name": "crop", "arguments": {"image": "img_1", "x": 0, "y": 0, "width": 0, "height": 1}}'
+            ),
+            "schema_violation",
+        ),
         (call('{"name": "text_search", "arguments": {"q": "a", "hl": "fr"}}'), "schema_violation"),
     ],
 )
@@ -206,8 +234,12 @@ def test_unknown_tool_lists_available_tools():
 def test_schema_violation_names_every_problem():
     action = parse_turn(call('{"name": "crop", "arguments": {"image": 3, "x": -1, "zoom": 2}}'), TOOLS)
     detail = action.invalid_detail
-    for fragment in ["'image' must be string", "'x' must be >= 0", "missing required property 'width'",
-                     "unexpected property 'zoom'"]:
+    for fragment in [
+        "'image' must be string",
+        "'x' must be >= 0",
+        "missing required property 'width'",
+        "unexpected property 'zoom'",
+    ]:
         assert fragment in detail
 
 
@@ -218,12 +250,15 @@ def test_without_tools_any_name_is_accepted_unvalidated():
 
 # ---- validation module --------------------------------------------------------------------------------
 def test_validator_subset():
-    schema = {"type": "object", "properties": {
-        "n": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
-        "mode": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^auto$"}]},
-        "flag": {"type": "boolean"},
-    }}
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+            "mode": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^auto$"}]},
+            "flag": {"type": "boolean"},
+        },
+    }
     assert validate_arguments(schema, {"n": 0.5, "tags": ["a"], "mode": "auto", "flag": False}).ok
     errors = validate_arguments(schema, {"n": 1, "tags": [], "mode": "manual", "flag": 1}).errors
     assert len(errors) == 4
@@ -245,12 +280,42 @@ def test_apply_defaults_fills_missing_top_level_values_only():
 
 
 # ---- fuzz ---------------------------------------------------------------------------------------------
-_FRAGMENTS = st.sampled_from([
-    "<think>", "</think>", "<tool_call>", "</tool_call>", "<response>", "</response>", "<answer>", "</answer>",
-    "<tool_response>", "<code>", "</code>", "```json\n", "```", "{", "}", "[", "]", ",", ":", "'", '"',
-    '"name"', '"arguments"', '"parameters"', '"crop"', '"text_search"', '"q"', "None", "True", "1e999", "\n",
-    '{"name": "crop", "arguments": {"image": "img_1", "x": 1, "y": 1, "width": 2, "height": 2}}',
-])
+_FRAGMENTS = st.sampled_from(
+    [
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "</tool_call>",
+        "<response>",
+        "</response>",
+        "<answer>",
+        "</answer>",
+        "<tool_response>",
+        "<code>",
+        "</code>",
+        "```json\n",
+        "```",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "'",
+        '"',
+        '"name"',
+        '"arguments"',
+        '"parameters"',
+        '"crop"',
+        '"text_search"',
+        '"q"',
+        "None",
+        "True",
+        "1e999",
+        "\n",
+        '{"name": "crop", "arguments": {"image": "img_1", "x": 1, "y": 1, "width": 2, "height": 2}}',
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -1,4 +1,4 @@
-"""The episode runner driven by the scripted policy: steps, observations, cascade, limits, failures, concurrency."""
+"""The episode runner, driven by the scripted policy: steps, cascade, limits, failures, concurrency."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import time
 
 import pytest
 from core_test_tools import CORE_TOOLS
-from PIL import Image
-
 from opensearch_vl.tools_env import (
     EpisodeLimits,
     ImagePart,
@@ -23,10 +21,12 @@ from opensearch_vl.tools_env import (
     run_episodes,
     transcript_messages,
 )
+from PIL import Image
 
 
 def turn(name: str, **arguments) -> str:
-    return f"<think>use {name}</think><tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+    payload = json.dumps({"name": name, "arguments": arguments})
+    return f"<think>use {name}</think><tool_call>{payload}</tool_call>"
 
 
 ANSWER = "<think>done</think><response>grey</response>"
@@ -42,8 +42,14 @@ def env():
 
 @pytest.fixture
 def task():
-    return Task(id="t1", question="What colour is the square?", images=[Image.new("RGB", (32, 24), "red")],
-                answers=["red"], benchmark="unit", metadata={"level": 1})
+    return Task(
+        id="t1",
+        question="What colour is the square?",
+        images=[Image.new("RGB", (32, 24), "red")],
+        answers=["red"],
+        benchmark="unit",
+        metadata={"level": 1},
+    )
 
 
 async def test_tool_call_then_answer(env, task):
@@ -57,7 +63,10 @@ async def test_tool_call_then_answer(env, task):
     assert first.observation_image_ids == ["img_2"] and not first.error
     assert first.model_latency_s is not None and first.tool_latency_s is not None
     assert last.observation is None and last.action.answer == "grey"
-    assert [(r.id, r.origin, r.step_index) for r in t.images] == [("img_1", "task", None), ("img_2", "core_paint", 0)]
+    assert [(r.id, r.origin, r.step_index) for r in t.images] == [
+        ("img_1", "task", None),
+        ("img_2", "core_paint", 0),
+    ]
     assert t.metrics["num_tool_calls"] == 1 and t.metrics["well_formed_rate"] == 1.0
     assert t.wall_time_s > 0 and t.started_at > 0
 
@@ -75,13 +84,20 @@ async def test_tool_call_then_answer(env, task):
 
 
 def _shape(messages):
-    return [(m.role, tuple(p.image_id if isinstance(p, ImagePart) else p.text for p in m.content)) for m in messages]
+    return [
+        (m.role, tuple(p.image_id if isinstance(p, ImagePart) else p.text for p in m.content))
+        for m in messages
+    ]
 
 
 async def test_invalid_turn_is_an_error_step_with_format_help(env, task):
     t = await run_episode(ScriptedPolicy([GARBLED, turn("core_echo", text=5), ANSWER]), task, env)
     invalid, schema, _ = t.steps
-    assert (invalid.error, invalid.error_category, invalid.action.invalid_reason) == (True, "invalid_call", "no_action")
+    assert (invalid.error, invalid.error_category, invalid.action.invalid_reason) == (
+        True,
+        "invalid_call",
+        "no_action",
+    )
     assert invalid.observation.startswith("[tool error: invalid_call] no_action:")
     assert "Expected format: <think>" in invalid.observation
     assert (schema.error_category, schema.action.invalid_reason) == ("bad_arguments", "schema_violation")
@@ -104,8 +120,9 @@ async def test_cascade_at_step_zero(env, task):
 
 
 async def test_cascade_at_the_last_allowed_step(env, task):
-    t = await run_episode(ScriptedPolicy([OK, OK, FAIL, FAIL, FAIL, ANSWER]), task, env,
-                          limits=EpisodeLimits(max_turns=5))
+    t = await run_episode(
+        ScriptedPolicy([OK, OK, FAIL, FAIL, FAIL, ANSWER]), task, env, limits=EpisodeLimits(max_turns=5)
+    )
     assert (t.termination, t.fatal_step_index, len(t.steps)) == ("fatal_cascade", 2, 5)
 
 
@@ -117,7 +134,9 @@ async def test_two_errors_then_turn_limit_is_not_a_cascade(env, task):
 
 @pytest.mark.parametrize(("k", "fatal"), [(1, 1), (2, 1), (4, None)])
 async def test_cascade_length_is_configurable(env, task, k, fatal):
-    t = await run_episode(ScriptedPolicy([OK, FAIL, FAIL, OK, ANSWER]), task, env, limits=EpisodeLimits(fatal_k=k))
+    t = await run_episode(
+        ScriptedPolicy([OK, FAIL, FAIL, OK, ANSWER]), task, env, limits=EpisodeLimits(fatal_k=k)
+    )
     assert t.fatal_step_index == fatal and t.fatal_k == k
     assert t.termination == ("answer" if fatal is None else "fatal_cascade")
 
@@ -141,23 +160,36 @@ async def test_context_budget_in_characters(env, task):
 
 async def test_context_budget_with_a_token_counter(env, task):
     def count(messages):  # e.g. 100 tokens per image, 1 per word
-        return sum(100 if isinstance(p, ImagePart) else len(p.text.split()) for m in messages for p in m.content)
+        return sum(
+            100 if isinstance(p, ImagePart) else len(p.text.split()) for m in messages for p in m.content
+        )
 
-    t = await run_episode(ScriptedPolicy([turn("core_paint", image="img_1"), ANSWER]), task, env,
-                          limits=EpisodeLimits(context_budget=150), token_counter=count, system_prompt="")
+    t = await run_episode(
+        ScriptedPolicy([turn("core_paint", image="img_1"), ANSWER]),
+        task,
+        env,
+        limits=EpisodeLimits(context_budget=150),
+        token_counter=count,
+        system_prompt="",
+    )
     assert t.termination == "context_overflow" and "tokens" in t.termination_detail
 
 
 async def test_episode_wall_time_while_waiting_for_the_policy(env, task):
-    t = await run_episode(ScriptedPolicy([OK, ANSWER], delay_s=0.3), task, env,
-                          limits=EpisodeLimits(episode_timeout_s=0.5))
+    t = await run_episode(
+        ScriptedPolicy([OK, ANSWER], delay_s=0.3), task, env, limits=EpisodeLimits(episode_timeout_s=0.5)
+    )
     assert t.termination == "timeout" and len(t.steps) == 1
     assert 0.4 < t.wall_time_s < 1.0
 
 
 async def test_episode_wall_time_during_a_tool(env, task):
-    t = await run_episode(ScriptedPolicy([turn("core_sleep", seconds=1.5), ANSWER]), task, env,
-                          limits=EpisodeLimits(episode_timeout_s=0.3))
+    t = await run_episode(
+        ScriptedPolicy([turn("core_sleep", seconds=1.5), ANSWER]),
+        task,
+        env,
+        limits=EpisodeLimits(episode_timeout_s=0.3),
+    )
     assert t.termination == "timeout" and "core_sleep call of step 0" in t.termination_detail
     assert t.steps[0].observation is None
 
@@ -221,8 +253,9 @@ async def test_prepared_store_images_count_as_task_images(env, task):
 
 
 async def test_policy_output_fields_are_recorded(env, task):
-    output = PolicyOutput(text=ANSWER, prompt_tokens=12, completion_tokens=5, finish_reason="stop",
-                          info={"request_id": "r1"})
+    output = PolicyOutput(
+        text=ANSWER, prompt_tokens=12, completion_tokens=5, finish_reason="stop", info={"request_id": "r1"}
+    )
     step = (await run_episode(ScriptedPolicy([output]), task, env)).steps[0]
     assert (step.prompt_tokens, step.completion_tokens, step.finish_reason) == (12, 5, "stop")
     assert step.policy_info == {"request_id": "r1"}
@@ -234,12 +267,19 @@ async def test_hundreds_of_concurrent_episodes(env):
         question = messages[1].content[-1].text
         return f"<think>ok</think><response>{question.upper()}</response>"
 
-    tasks = [Task(id=f"q{i}", question=f"question {i}", images=[Image.new("RGB", (4, 4))]) for i in range(300)]
+    tasks = [
+        Task(id=f"q{i}", question=f"question {i}", images=[Image.new("RGB", (4, 4))]) for i in range(300)
+    ]
     script = [turn("core_sleep", seconds=0.05), turn("core_block", seconds=0.01), answer_own_question]
     seen = []
     start = time.perf_counter()
-    transcripts = await run_episodes(ScriptedPolicy(script, delay_s=0.05, record=False), tasks, env,
-                                     concurrency=300, on_result=lambda t: seen.append(t.task.id))
+    transcripts = await run_episodes(
+        ScriptedPolicy(script, delay_s=0.05, record=False),
+        tasks,
+        env,
+        concurrency=300,
+        on_result=lambda t: seen.append(t.task.id),
+    )
     elapsed = time.perf_counter() - start
     assert [t.task.id for t in transcripts] == [t.id for t in tasks]
     assert all(t.termination == "answer" for t in transcripts)
@@ -270,3 +310,32 @@ async def test_concurrency_bound_is_respected(env):
     assert peak == 7 and len(transcripts) == len(done) == 40
     with pytest.raises(ValueError, match="concurrency"):
         await run_episodes(Counting(), tasks, env, concurrency=0)
+
+
+# ---- end to end with the built-in tools (offline defaults) --------------------------------------------
+async def test_episode_with_builtin_visual_and_search_tools(tmp_path):
+    from opensearch_vl.tools_env import Transcript
+
+    env = ToolEnvironment(ToolEnvConfig(tools=["crop", "sharpen", "text_search"]))
+    photo = Image.new("RGB", (200, 120), "white")
+    photo.paste(Image.new("RGB", (100, 60), "red"), (50, 30))
+    script = [
+        turn("crop", image="img_1", x=40, y=20, width=120, height=80),
+        turn("sharpen", image="img_2"),
+        turn("crop", image="img_3", x=0, y=0, width=0, height=10),  # empty box: rejected
+        turn("text_search", q="clock tower"),
+        "<think>enough</think><response>a red rectangle</response>",
+    ]
+    t = await run_episode(
+        ScriptedPolicy(script), Task(id="e2e", question="What is drawn?", images=[photo]), env
+    )
+    assert t.termination == "answer", t.termination_detail
+    crop, sharpen, bad, search, _ = t.steps
+    assert crop.observation_image_ids == ["img_2"] and "New image: img_2 (120x80)" in crop.observation
+    assert sharpen.observation_image_ids == ["img_3"] and not sharpen.error
+    assert bad.error and bad.error_category == "bad_arguments" and bad.observation.startswith("[tool error:")
+    assert not search.error and "URL: " in search.observation
+    assert [r.origin for r in t.images] == ["task", "crop", "sharpen"]
+    loaded = Transcript.load(t.save(tmp_path / "e2e.json"))
+    assert loaded.to_messages()[3].images[0].size == (120, 80)
+    await env.aclose()

@@ -1,4 +1,4 @@
-"""Transcripts: save/load round trip with images, rebuilt messages, format errors, replay of a recorded episode."""
+"""Transcripts: save/load round trip with images, rebuilt messages, format errors, replay."""
 
 from __future__ import annotations
 
@@ -6,9 +6,6 @@ import json
 
 import pytest
 from core_test_tools import CORE_TOOLS
-from PIL import Image
-
-from opensearch_vl.errors import TranscriptFormatError
 from opensearch_vl.tools_env import (
     ImagePart,
     Score,
@@ -20,10 +17,14 @@ from opensearch_vl.tools_env import (
     replay_episode,
     run_episode,
 )
+from PIL import Image
+
+from opensearch_vl.errors import TranscriptFormatError
 
 
 def turn(name: str, **arguments) -> str:
-    return f"<think>use {name}</think><tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+    payload = json.dumps({"name": name, "arguments": arguments})
+    return f"<think>use {name}</think><tool_call>{payload}</tool_call>"
 
 
 SCRIPT = [
@@ -42,8 +43,14 @@ def env():
 
 @pytest.fixture
 async def recorded(env):
-    task = Task(id="r1", question="How dark is it?", images=[Image.new("RGB", (16, 12), (200, 10, 10))],
-                answers=["dark", "very dark"], benchmark="unit", metadata={"source": "test"})
+    task = Task(
+        id="r1",
+        question="How dark is it?",
+        images=[Image.new("RGB", (16, 12), (200, 10, 10))],
+        answers=["dark", "very dark"],
+        benchmark="unit",
+        metadata={"source": "test"},
+    )
     t = await run_episode(ScriptedPolicy(SCRIPT), task, env, policy_meta={"model": "script"})
     t.scores["accuracy"] = Score(value=None, explanation="judge unavailable")
     return t
