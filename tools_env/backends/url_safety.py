@@ -65,7 +65,7 @@ def classify_address(address: str) -> str | None:
             return f"{reason} (IPv4 inside IPv6)" if reason else None
     if ip in METADATA_ADDRESSES:
         return "cloud metadata"
-    for reason in ("loopback", "unspecified", "link_local", "multicast", "private", "reserved"):
+    for reason in ("loopback", "unspecified", "link_local", "multicast", "reserved", "private"):
         if getattr(ip, f"is_{reason}"):
             return reason.replace("_", "-")
     if not ip.is_global:
