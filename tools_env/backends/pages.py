@@ -83,7 +83,7 @@ class JinaReader:
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         """Read ``request["url"]`` through Jina; returns ``{url, final_url, title, text}``."""
-        url = check_url(request["url"], allow_private=self._allow_private).url
+        url = check_url(request["url"], allow_private=self._allow_private, resolve=False).url
         raw = self._http.request_text(f"{self._base}/{quote(url, safe=':/?&=%#@+,;~')}", service="jina",
                                       headers=self._headers, hint="check $JINA_API_KEY")
         try:

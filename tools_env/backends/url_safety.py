@@ -73,13 +73,16 @@ def classify_address(address: str) -> str | None:
     return None
 
 
-def check_url(url: str, *, allow_private: bool = False, resolver: Resolver = socket.getaddrinfo) -> CheckedURL:
+def check_url(url: str, *, allow_private: bool = False, resolver: Resolver = socket.getaddrinfo,
+              resolve: bool = True) -> CheckedURL:
     """Return the checked URL, or raise a ``bad_arguments`` tool error naming the rule it broke.
 
     Args:
         url: the URL the model asked for (or a redirect target).
         allow_private: skip the address classes (tests against 127.0.0.1); metadata endpoints stay refused.
         resolver: ``getaddrinfo``-compatible function.
+        resolve: ``False`` when a remote service fetches the URL (Jina, Lens): only the scheme, metadata host
+            names and literal IP addresses are checked, since the name is resolved on the service's side.
     """
     try:
         parts = urlsplit(url.strip())
@@ -95,6 +98,12 @@ def check_url(url: str, *, allow_private: bool = False, resolver: Resolver = soc
         raise ToolError("bad_arguments", f"URL {url!r} refused: no host name")
     if host in METADATA_HOSTNAMES:
         raise ToolError("bad_arguments", f"URL {url!r} refused: {host} is a cloud metadata endpoint")
+    if not resolve:
+        try:
+            addresses: tuple[str, ...] = (str(ipaddress.ip_address(host)),)
+        except ValueError:
+            return CheckedURL(url=url.strip(), host=host, addresses=())
+        return _check_addresses(url, host, addresses, allow_private)
     try:
         infos = resolver(host, port or (443 if scheme == "https" else 80), type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError, OSError) as exc:
@@ -102,6 +111,10 @@ def check_url(url: str, *, allow_private: bool = False, resolver: Resolver = soc
     addresses = tuple(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:
         raise ToolError("not_found", f"URL {url!r}: host {host!r} has no addresses")
+    return _check_addresses(url, host, addresses, allow_private)
+
+
+def _check_addresses(url: str, host: str, addresses: tuple[str, ...], allow_private: bool) -> CheckedURL:
     for address in addresses:
         reason = classify_address(address)
         if reason is None:

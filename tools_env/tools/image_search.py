@@ -93,7 +93,7 @@ class ImageSearchTool:
 
     def _lens(self, ref: str, is_url: bool, store: ImageStore) -> ToolResult:
         if is_url:
-            url = check_url(ref, allow_private=self.config.allow_private_urls).url
+            url = check_url(ref, allow_private=self.config.allow_private_urls, resolve=False).url
             label = url
         else:
             record = store.record(ref)
