@@ -295,6 +295,12 @@ def _load_json(raw: str, repairs: list[str]) -> Any:
         text_candidates = [(inner, True), (text, False)]
     else:
         text_candidates = [(text, False)]
+    if len(text) > _MAX_REPAIR_CHARS:  # the JSON5 parser is pure Python: ~2 ms per kB would stall the loop
+        raise _Invalid(
+            "invalid_json",
+            f"the tool call is not valid JSON ({first_error}); it is too long "
+            f"({len(text)} characters) to attempt repairs",
+        )
     for candidate, trimmed in text_candidates:
         try:
             value = json5.loads(candidate)
@@ -323,6 +329,7 @@ def _load_json(raw: str, repairs: list[str]) -> Any:
 
 
 _NOT_PARSED = object()
+_MAX_REPAIR_CHARS = 20_000
 
 
 def _is_plain_json_with_apostrophes(text: str) -> bool:

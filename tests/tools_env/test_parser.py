@@ -337,3 +337,10 @@ def test_fuzz_parser_never_raises_and_returns_one_outcome(text):
 @given(st.text())
 def test_fuzz_parser_on_arbitrary_unicode(text):
     assert parse_turn(text, TOOLS).kind in ("tool_call", "answer", "invalid")
+
+
+def test_huge_malformed_call_is_rejected_without_slow_repairs():
+    code = "x = 1\n" * 5000
+    text = call("{'name': 'python_interpreter', 'arguments': {'code': '" + code.replace("\n", "\\n") + "'}}")
+    action = parse_turn(text, TOOLS)
+    assert action.invalid_reason == "invalid_json" and "too long" in action.invalid_detail
