@@ -85,9 +85,12 @@ def run_demo(out: str | Path, *, model: str | None = None, model_name: str | Non
         write_viewer(config.out)
     _atomic_write(out / "report.json", json.dumps(reports, indent=1).encode())
     _atomic_write(out / "report.md", render_markdown(reports).encode())
-    links = "".join(f'<li><a href="{name}/viewer/index.html">{name}</a>: {html.escape(str(r["model"]))}, '
-                    f'Pass@1 {"–" if r["pass_at_1"] is None else f"{100 * r["pass_at_1"]:.1f}%"}, '
-                    f'{r["cases"]} cases</li>' for (name, _), r in zip(runs, reports))
+    items = []
+    for (name, _), r in zip(runs, reports):
+        score = "–" if r["pass_at_1"] is None else f"{100 * r['pass_at_1']:.1f}%"
+        items.append(f'<li><a href="{name}/viewer/index.html">{name}</a>: {html.escape(str(r["model"]))}, '
+                     f"Pass@1 {score}, {r['cases']} cases</li>")
+    links = "".join(items)
     index = out / "index.html"
     _atomic_write(index, (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>opensearch-vl demo</title>"
                           f"</head><body><h1>opensearch-vl demo: mini-benchmark</h1><ul>{links}</ul>"

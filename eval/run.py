@@ -125,9 +125,8 @@ class EvalSession:
         base = ToolEnvConfig.from_yaml(config.tool_config) if config.tool_config else ToolEnvConfig()
         tools = list(config.tools if config.tools is not None else spec.profile.tools)
         roots = list(base.image_roots)
-        if config.data:
-            data = Path(config.data).resolve()
-            roots.append(str(data if data.is_dir() else data.parent))
+        data = Path(config.data).resolve() if config.data else _mini_dir()
+        roots.append(str(data if data.is_dir() else data.parent))
         cache = CacheSettings(mode=config.cache_mode, path=config.cache_path
                               or str(Path(config.out) / "tool_cache.sqlite"),
                               busy_timeout_ms=base.cache.busy_timeout_ms)

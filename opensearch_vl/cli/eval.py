@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     config = EvalRunConfig(
         benchmark=args.benchmark, data=args.data, data_options=_options(args.option), model=args.model,
         model_name=args.model_name, out=args.out, limit=args.limit, concurrency=args.concurrency,
-        max_turns=args.max_turns, tools=args.tools.split(",") if args.tools is not None else None,
+        max_turns=args.max_turns, tools=[t for t in args.tools.split(",") if t.strip()] if args.tools is not None else None,
         tool_config=args.tool_config, cache_mode=args.cache, cache_path=args.cache_path, sampling=sampling,
         judge=judge_config_from_args(args), process_judge=args.process_judge, device_map=args.device_map,
         seed=args.seed, ray=args.ray, ray_address=args.ray_address,
