@@ -17,7 +17,8 @@ fatal (clamp only, nothing masked).
 Options (``FatalAdvantageConfig``; defaults follow the paper):
 
 - ``mode``: ``clamp`` (default) | ``no_clamp`` | ``hard_mask``: see the ablation table below.
-- ``norm_by_std``: divide by σ_G + ε (default True; verl's ``algorithm.norm_adv_by_std_in_grpo``). Ignored by rloo.
+- ``norm_by_std``: divide by σ_G + ε (default True; verl's ``algorithm.norm_adv_by_std_in_grpo``);
+  ignored by rloo.
 - ``std``: ``population`` (1/G, the paper, default) | ``unbiased`` (1/(G−1), verl's ``torch.std``).
 - ``epsilon``: δ in the paper, default 1e-6 (verl's value; the paper gives none).
 - ``singleton``: a group of one rollout gets ``zero`` advantage (default; what population std gives) or
@@ -112,7 +113,8 @@ class FatalAdvantageStats:
         """Flat metric dict, e.g. ``{"fatal_adv/fatal_frac": 0.25, ...}``; means are 0.0 when undefined.
 
         Example:
-            >>> FatalAdvantageStats(rows=4, fatal=1, clamped=1, clamped_rtilde_sum=-0.5).as_metrics()["fatal_adv/clamped_frac"]
+            >>> stats = FatalAdvantageStats(rows=4, fatal=1, clamped=1, clamped_rtilde_sum=-0.5)
+            >>> stats.as_metrics()["fatal_adv/clamped_frac"]
             0.25
         """
         rows = max(self.rows, 1)
@@ -152,8 +154,10 @@ def group_ids(index: np.ndarray | list) -> tuple[torch.Tensor, int]:
     try:
         uniques, inverse = np.unique(arr, return_inverse=True)
     except TypeError as exc:
-        raise DataError(f"uid values must be mutually comparable (all str), got types "
-                        f"{sorted({type(u).__name__ for u in arr.tolist()})}") from exc
+        raise DataError(
+            f"uid values must be mutually comparable (all str), got types "
+            f"{sorted({type(u).__name__ for u in arr.tolist()})}"
+        ) from exc
     return torch.from_numpy(inverse.reshape(-1).astype(np.int64)), int(len(uniques))
 
 
@@ -172,14 +176,18 @@ def as_fatal_flags(is_fatal: np.ndarray | list | torch.Tensor, rows: int) -> tor
     else:
         arr = np.asarray(is_fatal)
     if arr.shape != (rows,):
-        raise DataError(f"is_fatal has shape {arr.shape}, expected ({rows},): one flag per rollout row; "
-                        "the rollout producer must set non_tensor_batch['is_fatal'] for every row")
+        raise DataError(
+            f"is_fatal has shape {arr.shape}, expected ({rows},): one flag per rollout row; "
+            "the rollout producer must set non_tensor_batch['is_fatal'] for every row"
+        )
     if arr.dtype != np.bool_:
         values = set(arr.tolist())
         if not values <= {True, False}:  # 0/1 and np.bool_ hash equal to False/True; "False", None do not
             bad = sorted(repr(v) for v in values - {True, False})[:5]
-            raise DataError(f"is_fatal must hold booleans, found {', '.join(bad)}; "
-                            "set non_tensor_batch['is_fatal'] = np.array([...], dtype=bool)")
+            raise DataError(
+                f"is_fatal must hold booleans, found {', '.join(bad)}; "
+                "set non_tensor_batch['is_fatal'] = np.array([...], dtype=bool)"
+            )
         arr = arr.astype(bool)
     return torch.from_numpy(np.ascontiguousarray(arr))
 
@@ -192,8 +200,9 @@ def _group_reduce(values: torch.Tensor, gid: torch.Tensor, n_groups: int, reduce
     return out.scatter_reduce_(0, gid, values, reduce=reduce, include_self=True)
 
 
-def _relative_rewards(scores: torch.Tensor, gid: torch.Tensor, n_groups: int, baseline: Baseline,
-                      config: FatalAdvantageConfig) -> torch.Tensor:
+def _relative_rewards(
+    scores: torch.Tensor, gid: torch.Tensor, n_groups: int, baseline: Baseline, config: FatalAdvantageConfig
+) -> torch.Tensor:
     """r̃ per row, float64; group statistics by index_add/scatter over group ids (no per-row loop)."""
     s = scores.to(torch.float64)
     counts = torch.bincount(gid, minlength=n_groups).to(torch.float64)
@@ -246,8 +255,10 @@ def fatal_group_advantage(
     """
     config = config or FatalAdvantageConfig()
     if token_level_rewards.ndim != 2 or response_mask.shape != token_level_rewards.shape:
-        raise DataError(f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
-                        f"{tuple(response_mask.shape)} must both be (batch, response_length)")
+        raise DataError(
+            f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
+            f"{tuple(response_mask.shape)} must both be (batch, response_length)"
+        )
     rows = token_level_rewards.shape[0]
     if len(index) != rows:
         raise DataError(f"index (uid) has {len(index)} entries for {rows} rows; one uid per row is needed")
@@ -270,5 +281,10 @@ def fatal_group_advantage(
         clamped=int(changed.sum()),
         clamped_rtilde_sum=float(rtilde[changed].sum()),
     )
-    return FatalAdvantage(advantages=advantages, returns=advantages, rtilde=rtilde.to(scores.dtype),
-                          row_advantage=row_adv, stats=stats)
+    return FatalAdvantage(
+        advantages=advantages,
+        returns=advantages,
+        rtilde=rtilde.to(scores.dtype),
+        row_advantage=row_adv,
+        stats=stats,
+    )

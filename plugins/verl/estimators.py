@@ -28,16 +28,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from pydantic import ValidationError
-from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
-
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.rl.advantage import (
     Baseline,
     FatalAdvantageConfig,
     FatalMode,
     fatal_group_advantage,
 )
+from pydantic import ValidationError
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+
+from opensearch_vl.errors import ConfigError
 
 from .fatal_flags import FLAG_KEY, find_fatal_flags
 
@@ -91,23 +91,32 @@ def fatal_config_from_algorithm(config: Any, forced_mode: FatalMode | None = Non
     """
     section = _to_plain(_cfg_get(config, CONFIG_SECTION, None))
     if "norm_by_std" in section:
-        raise ConfigError("algorithm.fatal.norm_by_std is not a setting; use verl's own "
-                          "algorithm.norm_adv_by_std_in_grpo=true|false")
+        raise ConfigError(
+            "algorithm.fatal.norm_by_std is not a setting; use verl's own "
+            "algorithm.norm_adv_by_std_in_grpo=true|false"
+        )
     if forced_mode is not None:
         if section.get("mode", forced_mode) != forced_mode:
-            raise ConfigError(f"algorithm.fatal.mode={section['mode']} contradicts the estimator name, which "
-                              f"fixes mode={forced_mode}; drop the override or use adv_estimator=fatal_grpo")
+            raise ConfigError(
+                f"algorithm.fatal.mode={section['mode']} contradicts the estimator name, which "
+                f"fixes mode={forced_mode}; drop the override or use adv_estimator=fatal_grpo"
+            )
         section["mode"] = forced_mode
     try:
-        return FatalAdvantageConfig(norm_by_std=bool(_cfg_get(config, "norm_adv_by_std_in_grpo", True)),
-                                    **section)
+        return FatalAdvantageConfig(
+            norm_by_std=bool(_cfg_get(config, "norm_adv_by_std_in_grpo", True)), **section
+        )
     except ValidationError as exc:
-        raise ConfigError(f"bad algorithm.{CONFIG_SECTION} settings {section}: {exc.errors()[0]['msg']} "
-                          "(accepted: mode=clamp|no_clamp|hard_mask, std=population|unbiased, epsilon>0, "
-                          "singleton=zero|raw)") from exc
+        raise ConfigError(
+            f"bad algorithm.{CONFIG_SECTION} settings {section}: {exc.errors()[0]['msg']} "
+            "(accepted: mode=clamp|no_clamp|hard_mask, std=population|unbiased, epsilon>0, "
+            "singleton=zero|raw)"
+        ) from exc
 
 
-def fatal_advantage_metrics(data: Any, config: Any = None, adv_estimator: str = "fatal_grpo") -> dict[str, float]:
+def fatal_advantage_metrics(
+    data: Any, config: Any = None, adv_estimator: str = "fatal_grpo"
+) -> dict[str, float]:
     """Recompute the fatal-rule metrics of a verl ``DataProto`` (needs token_level_rewards, response_mask,
     uid, is_fatal), e.g. in a trainer after ``compute_advantage``: ``metrics.update(fatal_advantage_metrics(
     batch, config.algorithm, config.algorithm.adv_estimator))``.
@@ -136,13 +145,17 @@ def _make_estimator(name: str, baseline: Baseline, forced_mode: FatalMode | None
         config: Any = None,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        # verl's signature for registered estimators (called at ray_trainer.py:279 with the kwargs of L250-259).
+        # verl's signature for registered estimators (called at ray_trainer.py:279, kwargs of L250-259).
         flags = find_fatal_flags(token_level_rewards, response_mask, kwargs)
         if index is None:
-            raise ConfigError(f"{name} groups rollouts by uid, but the batch has no non_tensor_batch['uid'] "
-                              "(verl adds it when it repeats prompts rollout.n times)")
+            raise ConfigError(
+                f"{name} groups rollouts by uid, but the batch has no non_tensor_batch['uid'] "
+                "(verl adds it when it repeats prompts rollout.n times)"
+            )
         options = fatal_config_from_algorithm(config, forced_mode)
-        result = fatal_group_advantage(token_level_rewards, response_mask, index, flags.values, options, baseline)
+        result = fatal_group_advantage(
+            token_level_rewards, response_mask, index, flags.values, options, baseline
+        )
         metrics = result.stats.as_metrics()
         if flags.data is not None:
             flags.data.meta_info[METRICS_KEY] = metrics
@@ -150,7 +163,9 @@ def _make_estimator(name: str, baseline: Baseline, forced_mode: FatalMode | None
         return result.advantages, result.returns
 
     estimator.__name__ = estimator.__qualname__ = name
-    estimator.__doc__ = f"verl advantage estimator '{name}': fatal-aware {baseline} (see opensearch_vl.rl.advantage)."
+    estimator.__doc__ = (
+        f"verl advantage estimator '{name}': fatal-aware {baseline} (see opensearch_vl.rl.advantage)."
+    )
     return estimator
 
 
@@ -187,8 +202,13 @@ def register_estimators() -> list[str]:
         elif getattr(current, "__module__", None) == __name__:
             ADV_ESTIMATOR_REGISTRY[name] = fn  # stale copy from a reload; register_adv_est would raise
         else:
-            logger.warning("verl advantage estimator %r is already registered by %s.%s; opensearch_vl's is "
-                           "not installed", name, getattr(current, "__module__", "?"), current.__qualname__)
+            logger.warning(
+                "verl advantage estimator %r is already registered by %s.%s; opensearch_vl's is "
+                "not installed",
+                name,
+                getattr(current, "__module__", "?"),
+                current.__qualname__,
+            )
             continue
         added.append(name)
     return added

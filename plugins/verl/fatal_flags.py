@@ -1,7 +1,8 @@
 """How the rollout's per-row ``is_fatal`` flag reaches a registered verl advantage estimator.
 
 verl 0.9.1's ``compute_advantage`` (verl/trainer/ppo/ray_trainer.py:187) calls a registered estimator with
-``token_level_rewards``, ``response_mask``, ``config``, ``index`` (= ``non_tensor_batch["uid"]``, L256-257) and
+``token_level_rewards``, ``response_mask``, ``config``, ``index`` (= ``non_tensor_batch["uid"]``,
+L256-257) and
 ``reward_baselines`` (L258-259) only; ``non_tensor_batch`` goes to ``gdpo`` alone (L261-263). Open upstream PR
 verl-project/verl#7473 would pass it to every estimator that accepts it. Until then the flag is found here,
 in this order:
@@ -16,7 +17,8 @@ in this order:
    ``data.batch["response_mask"]`` are the very tensor objects this estimator received. On any other
    layout (a future verl refactor) it finds nothing and the estimator fails with a clear error.
 
-``opensearch_vl.plugins.verl.startup.flag_delivery()`` runs verl's real ``compute_advantage`` once with a probe
+``opensearch_vl.plugins.verl.startup.flag_delivery()`` runs verl's real ``compute_advantage`` once with a
+probe
 estimator and reports which route (2 or 3) this verl takes, so a recipe can fail fast before training.
 
 verl's V1 trainer (``trainer.use_v1=true``) reads only uid, response_mask, rm_scores and log-prob fields
@@ -87,9 +89,9 @@ def _missing(where: str, keys: list[str], v1: bool) -> ConfigError:
         else ""
     )
     return ConfigError(
-        f"the fatal-aware advantage estimator needs non_tensor_batch['{FLAG_KEY}'] (one bool per rollout row) "
-        f"but {where} has only {keys}. {hint}Make the rollout producer set it (the opensearch_vl agent loop / "
-        "workflow does), or use adv_estimator=grpo if you really want vanilla GRPO."
+        f"the fatal-aware advantage estimator needs non_tensor_batch['{FLAG_KEY}'] (one bool per row) "
+        f"but {where} has only {keys}. {hint}Make the rollout producer set it (the opensearch_vl "
+        "agent loop / workflow does), or use adv_estimator=grpo if you really want vanilla GRPO."
     )
 
 
@@ -123,6 +125,6 @@ def find_fatal_flags(token_level_rewards: Any, response_mask: Any, kwargs: Mappi
         del frame, caller  # frames referencing frames: drop them now rather than at the next GC cycle
     raise ConfigError(
         f"the fatal-aware advantage estimator got no '{FLAG_KEY}': it was called neither with is_fatal= / "
-        "non_tensor_batch= nor from verl's compute_advantage (verl/trainer/ppo/ray_trainer.py) with the batch "
-        "it came from. Call it through compute_advantage, or pass is_fatal=np.array([...], dtype=bool)."
+        "non_tensor_batch= nor from verl's compute_advantage (verl/trainer/ppo/ray_trainer.py) with the "
+        "batch it came from. Call it through compute_advantage, or pass is_fatal=np.array([...], dtype=bool)."
     )

@@ -1,4 +1,4 @@
-"""Fail-fast checks a recipe runs before training: is the estimator registered, and does ``is_fatal`` reach it?
+"""Fail-fast checks a recipe runs before training: is the estimator registered, does ``is_fatal`` reach it?
 
 verl loads ``verl.plugins`` entry points inside ``import verl`` and swallows any exception at DEBUG level
 (verl/__init__.py:55-76), so a broken install shows up only after the first rollout as
@@ -45,8 +45,9 @@ def flag_delivery() -> Delivery:
     try:
         from verl.trainer.ppo.ray_trainer import compute_advantage
     except ImportError as exc:
-        raise PrerequisiteError(f"cannot import verl's trainer ({exc}); install the rl extra: "
-                                "pip install 'opensearch-vl[rl]'") from exc
+        raise PrerequisiteError(
+            f"cannot import verl's trainer ({exc}); install the rl extra: pip install 'opensearch-vl[rl]'"
+        ) from exc
     from .fatal_flags import find_fatal_flags
 
     seen: dict[str, object] = {}
@@ -63,8 +64,10 @@ def flag_delivery() -> Delivery:
         return zeros, zeros
 
     data = DataProto.from_dict(
-        tensors={"token_level_rewards": torch.tensor([[0.0, 1.0], [0.0, 0.0]]),
-                 "response_mask": torch.ones(2, 2)},
+        tensors={
+            "token_level_rewards": torch.tensor([[0.0, 1.0], [0.0, 0.0]]),
+            "response_mask": torch.ones(2, 2),
+        },
         non_tensors={"uid": np.array(["p", "p"], dtype=object), "is_fatal": np.array([False, True])},
     )
     ADV_ESTIMATOR_REGISTRY[_PROBE] = probe
@@ -74,8 +77,10 @@ def flag_delivery() -> Delivery:
         ADV_ESTIMATOR_REGISTRY.pop(_PROBE, None)
     if seen.get("values") != [False, True]:
         raise PrerequisiteError(
-            "this verl's compute_advantage neither forwards non_tensor_batch to estimators nor has the layout the "
-            f"opensearch_vl bridge reads ({seen.get('error', 'no flags seen')}); pin verl==0.9.1 or report it")
+            "this verl's compute_advantage neither forwards non_tensor_batch to estimators nor has "
+            f"the layout the opensearch_vl bridge reads ({seen.get('error', 'no flags seen')}); "
+            "pin verl==0.9.1 or report it"
+        )
     return seen["source"]  # type: ignore[return-value]
 
 
@@ -97,10 +102,15 @@ def _require_actor_route() -> None:
         return
     raise PrerequisiteError(
         "verl's Ray actors will not load the opensearch_vl estimators: "
-        + ("no 'verl.plugins' entry point for opensearch_vl.plugins.verl is installed (pip install -e . again)"
-           if not ours else f"VERL_USE_EXTERNAL_PLUGINS={policy!r} excludes it")
+        + (
+            "no 'verl.plugins' entry point for opensearch_vl.plugins.verl is installed "
+            "(pip install -e . again)"
+            if not ours
+            else f"VERL_USE_EXTERNAL_PLUGINS={policy!r} excludes it"
+        )
         + f". Fix that, or export VERL_USE_EXTERNAL_MODULES={PLUGIN_MODULE} (multi-node: "
-        f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES={PLUGIN_MODULE})")
+        f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_USE_EXTERNAL_MODULES={PLUGIN_MODULE})"
+    )
 
 
 def require_estimator(name: str = "fatal_grpo", check_flags: bool = True) -> Delivery | None:
@@ -115,8 +125,10 @@ def require_estimator(name: str = "fatal_grpo", check_flags: bool = True) -> Del
     from .estimators import ESTIMATOR_NAMES, ESTIMATORS, register_estimators
 
     if name not in ESTIMATOR_NAMES:
-        raise ConfigError(f"algorithm.adv_estimator={name} is not an opensearch_vl estimator; "
-                          f"choose one of {', '.join(ESTIMATOR_NAMES)}")
+        raise ConfigError(
+            f"algorithm.adv_estimator={name} is not an opensearch_vl estimator; "
+            f"choose one of {', '.join(ESTIMATOR_NAMES)}"
+        )
     register_estimators()  # no-op when the entry point already ran; registers if it failed silently
     try:
         fn = get_adv_estimator_fn(name)
@@ -125,7 +137,9 @@ def require_estimator(name: str = "fatal_grpo", check_flags: bool = True) -> Del
     if fn is not ESTIMATORS[name]:
         raise PrerequisiteError(
             f"verl's advantage estimator {name!r} is {fn.__module__}.{fn.__qualname__}, not opensearch_vl's; "
-            "another plugin registered the same name, remove it or set VERL_USE_EXTERNAL_PLUGINS=opensearch_vl")
+            "another plugin registered the same name, remove it or "
+            "set VERL_USE_EXTERNAL_PLUGINS=opensearch_vl"
+        )
     _require_actor_route()
     delivery = flag_delivery() if check_flags else None
     logger.info("advantage estimator %s ready (is_fatal via %s)", name, delivery)

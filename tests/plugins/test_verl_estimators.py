@@ -10,13 +10,13 @@ pytest.importorskip("verl")
 ray_trainer = pytest.importorskip("verl.trainer.ppo.ray_trainer")
 
 from omegaconf import OmegaConf  # noqa: E402
+from opensearch_vl.plugins import verl as plugin  # noqa: E402
+from opensearch_vl.plugins.verl import estimators  # noqa: E402
+from opensearch_vl.rl.advantage import FatalAdvantageConfig, fatal_group_advantage  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, get_adv_estimator_fn  # noqa: E402
 
 from opensearch_vl.errors import ConfigError, PrerequisiteError  # noqa: E402
-from opensearch_vl.plugins import verl as plugin  # noqa: E402
-from opensearch_vl.plugins.verl import estimators  # noqa: E402
-from opensearch_vl.rl.advantage import FatalAdvantageConfig, fatal_group_advantage  # noqa: E402
 
 EPS = 1e-6
 R = 0.5 / (0.5 + EPS)  # |r̃| for a 1/0 reward in a half-correct group (population std 0.5)
@@ -38,13 +38,23 @@ def rollout_batch(fatal_key=True):
     non_tensors = {"uid": np.array(["p"] * 4 + ["q"] * 4, dtype=object)}
     if fatal_key:
         non_tensors["is_fatal"] = np.array([False, True, True, False, False, True, False, False])
-    return DataProto.from_dict(tensors={"token_level_rewards": token_rewards, "response_mask": mask},
-                               non_tensors=non_tensors, meta_info={"global_steps": 1})
+    return DataProto.from_dict(
+        tensors={"token_level_rewards": token_rewards, "response_mask": mask},
+        non_tensors=non_tensors,
+        meta_info={"global_steps": 1},
+    )
 
 
 def algorithm(**overrides):
-    cfg = OmegaConf.create({"adv_estimator": "fatal_grpo", "norm_adv_by_std_in_grpo": True, "gamma": 1.0,
-                            "lam": 1.0, **overrides})
+    cfg = OmegaConf.create(
+        {
+            "adv_estimator": "fatal_grpo",
+            "norm_adv_by_std_in_grpo": True,
+            "gamma": 1.0,
+            "lam": 1.0,
+            **overrides,
+        }
+    )
     OmegaConf.set_struct(cfg, True)  # as verl composes it
     return cfg
 
@@ -68,19 +78,27 @@ def test_fatal_grpo_through_compute_advantage():
     assert row.tolist() == pytest.approx([R, 0.0, 0.0, R, R, R, -R, -R])
     assert torch.all(adv[mask == 0] == 0)
     assert torch.equal(data.batch["returns"], adv)
-    assert data.meta_info[plugin.METRICS_KEY] == pytest.approx({
-        "fatal_adv/fatal_frac": 3 / 8, "fatal_adv/clamped_frac": 2 / 8,
-        "fatal_adv/clamped_of_fatal_frac": 2 / 3, "fatal_adv/clamped_rtilde_mean": -R})
+    assert data.meta_info[plugin.METRICS_KEY] == pytest.approx(
+        {
+            "fatal_adv/fatal_frac": 3 / 8,
+            "fatal_adv/clamped_frac": 2 / 8,
+            "fatal_adv/clamped_of_fatal_frac": 2 / 3,
+            "fatal_adv/clamped_rtilde_mean": -R,
+        }
+    )
     assert plugin.fatal_advantage_metrics(data, algorithm()) == data.meta_info[plugin.METRICS_KEY]
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("fatal_grpo_no_clamp", [R, 0.0, -R, R, R, R, -R, -R]),  # row 1 is fully masked
-    ("fatal_grpo_hard_mask", [R, 0.0, 0.0, R, R, 0.0, -R, -R]),
-    ("fatal_rloo", [2 / 3, 0.0, 0.0, 2 / 3, 2 / 3, 2 / 3, -2 / 3, -2 / 3]),
-    ("fatal_rloo_no_clamp", [2 / 3, 0.0, -2 / 3, 2 / 3, 2 / 3, 2 / 3, -2 / 3, -2 / 3]),
-    ("fatal_rloo_hard_mask", [2 / 3, 0.0, 0.0, 2 / 3, 2 / 3, 0.0, -2 / 3, -2 / 3]),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("fatal_grpo_no_clamp", [R, 0.0, -R, R, R, R, -R, -R]),  # row 1 is fully masked
+        ("fatal_grpo_hard_mask", [R, 0.0, 0.0, R, R, 0.0, -R, -R]),
+        ("fatal_rloo", [2 / 3, 0.0, 0.0, 2 / 3, 2 / 3, 2 / 3, -2 / 3, -2 / 3]),
+        ("fatal_rloo_no_clamp", [2 / 3, 0.0, -2 / 3, 2 / 3, 2 / 3, 2 / 3, -2 / 3, -2 / 3]),
+        ("fatal_rloo_hard_mask", [2 / 3, 0.0, 0.0, 2 / 3, 2 / 3, 0.0, -2 / 3, -2 / 3]),
+    ],
+)
 def test_ablation_rows_by_name(name, expected):
     adv = run(rollout_batch(), name).batch["advantages"]
     assert (adv.max(dim=1).values + adv.min(dim=1).values).tolist() == pytest.approx(expected)
@@ -95,7 +113,8 @@ def test_options_come_from_the_algorithm_section():
     OmegaConf.set_struct(cfg, True)
     adv = run(rollout_batch(), "fatal_grpo", cfg).batch["advantages"]
     assert (adv.max(dim=1).values + adv.min(dim=1).values).tolist() == pytest.approx(
-        [0.5, 0.0, -0.5, 0.5, 0.5, 0.5, -0.5, -0.5])  # r − μ, no clamp (row 1 fully masked)
+        [0.5, 0.0, -0.5, 0.5, 0.5, 0.5, -0.5, -0.5]
+    )  # r − μ, no clamp (row 1 fully masked)
     with pytest.raises(ConfigError, match="contradicts"):
         run(rollout_batch(), "fatal_grpo_hard_mask", cfg)
     OmegaConf.set_struct(cfg, False)
@@ -109,10 +128,17 @@ def test_hydra_composes_the_documented_overrides():
     from verl.trainer import config as verl_config
 
     with hydra.initialize_config_dir(os.path.dirname(verl_config.__file__), version_base=None):
-        cfg = hydra.compose("ppo_trainer", overrides=[
-            "algorithm.adv_estimator=fatal_grpo", "+algorithm.fatal.std=unbiased", "+algorithm.fatal.singleton=raw"])
-    assert estimators.fatal_config_from_algorithm(cfg.algorithm) == FatalAdvantageConfig(std="unbiased",
-                                                                                         singleton="raw")
+        cfg = hydra.compose(
+            "ppo_trainer",
+            overrides=[
+                "algorithm.adv_estimator=fatal_grpo",
+                "+algorithm.fatal.std=unbiased",
+                "+algorithm.fatal.singleton=raw",
+            ],
+        )
+    assert estimators.fatal_config_from_algorithm(cfg.algorithm) == FatalAdvantageConfig(
+        std="unbiased", singleton="raw"
+    )
     data = run(rollout_batch(), "fatal_grpo", cfg.algorithm)
     assert data.meta_info[plugin.METRICS_KEY]["fatal_adv/fatal_frac"] == 3 / 8
 
@@ -127,9 +153,15 @@ def test_v1_trainer_path_names_the_fix():
     # compute_advantage_for_multi_trajectories (v1/utils.py:148). verl.trainer.ppo.v1.utils imports
     # transfer_queue, which the CPU install lacks, so its caller is compiled under V1's file name instead.
     caller = {}
-    exec(compile("def v1_advantage(compute_advantage, data, cfg):\n"
-                 "    return compute_advantage(data, adv_estimator='fatal_grpo', config=cfg)\n",
-                 "/site-packages/verl/trainer/ppo/v1/utils.py", "exec"), caller)
+    exec(
+        compile(
+            "def v1_advantage(compute_advantage, data, cfg):\n"
+            "    return compute_advantage(data, adv_estimator='fatal_grpo', config=cfg)\n",
+            "/site-packages/verl/trainer/ppo/v1/utils.py",
+            "exec",
+        ),
+        caller,
+    )
     with pytest.raises(ConfigError, match="use_v1=false"):
         caller["v1_advantage"](ray_trainer.compute_advantage, rollout_batch(fatal_key=False), algorithm())
 
@@ -141,25 +173,40 @@ def test_forwarded_non_tensor_batch_wins_and_the_bridge_switches_off():
     forwarded = {"uid": data.non_tensor_batch["uid"], "is_fatal": np.zeros(8, dtype=bool)}
 
     def compute_advantage(data):  # same name and tensors as verl's: the bridge would match this frame
-        return fn(token_level_rewards=data.batch["token_level_rewards"], response_mask=data.batch["response_mask"],
-                  index=data.non_tensor_batch["uid"], config=algorithm(), non_tensor_batch=forwarded)
+        return fn(
+            token_level_rewards=data.batch["token_level_rewards"],
+            response_mask=data.batch["response_mask"],
+            index=data.non_tensor_batch["uid"],
+            config=algorithm(),
+            non_tensor_batch=forwarded,
+        )
 
     adv, _ = compute_advantage(data)
     assert (adv.max(dim=1).values + adv.min(dim=1).values).tolist() == pytest.approx(
-        [R, 0.0, -R, R, R, R, -R, -R])  # nothing fatal in the forwarded flags -> row 2 not clamped
+        [R, 0.0, -R, R, R, R, -R, -R]
+    )  # nothing fatal in the forwarded flags -> row 2 not clamped
     assert plugin.METRICS_KEY not in data.meta_info
 
 
 def test_direct_calls_need_explicit_flags():
     data = rollout_batch()
     fn = get_adv_estimator_fn("fatal_rloo")
-    args = dict(token_level_rewards=data.batch["token_level_rewards"], response_mask=data.batch["response_mask"],
-                index=data.non_tensor_batch["uid"], config=None)
+    args = dict(
+        token_level_rewards=data.batch["token_level_rewards"],
+        response_mask=data.batch["response_mask"],
+        index=data.non_tensor_batch["uid"],
+        config=None,
+    )
     with pytest.raises(ConfigError, match="neither"):
         fn(**args)
     adv, _ = fn(**args, is_fatal=data.non_tensor_batch["is_fatal"])
-    expected = fatal_group_advantage(args["token_level_rewards"], args["response_mask"], args["index"],
-                                     data.non_tensor_batch["is_fatal"], baseline="rloo")
+    expected = fatal_group_advantage(
+        args["token_level_rewards"],
+        args["response_mask"],
+        args["index"],
+        data.non_tensor_batch["is_fatal"],
+        baseline="rloo",
+    )
     assert torch.equal(adv, expected.advantages)
 
 

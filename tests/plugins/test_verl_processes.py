@@ -12,8 +12,10 @@ import pytest
 
 pytest.importorskip("verl")
 
-LOOKUP = ("import json, verl\nfrom verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as R\n"
-          "print(json.dumps({n: (R[n].__module__ if n in R else None) for n in ('fatal_grpo', 'fatal_rloo')}))")
+LOOKUP = (
+    "import json, verl\nfrom verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as R\n"
+    "print(json.dumps({n: (R[n].__module__ if n in R else None) for n in ('fatal_grpo', 'fatal_rloo')}))"
+)
 OURS = "opensearch_vl.plugins.verl.estimators"
 
 
@@ -27,11 +29,17 @@ def _env(**overrides):
 def test_entry_point_and_external_modules_routes_in_fresh_processes():
     routes = {
         "entry_point": _env(),
-        "external_modules": _env(VERL_USE_EXTERNAL_PLUGINS="none", VERL_USE_EXTERNAL_MODULES="opensearch_vl.plugins.verl"),
+        "external_modules": _env(
+            VERL_USE_EXTERNAL_PLUGINS="none", VERL_USE_EXTERNAL_MODULES="opensearch_vl.plugins.verl"
+        ),
         "neither": _env(VERL_USE_EXTERNAL_PLUGINS="none"),  # control: proves the lookup can fail
     }
-    procs = {name: subprocess.Popen([sys.executable, "-c", LOOKUP], env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True) for name, env in routes.items()}
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", LOOKUP], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for name, env in routes.items()
+    }
     seen = {}
     for name, proc in procs.items():
         out, err = proc.communicate(timeout=180)
@@ -42,7 +50,7 @@ def test_entry_point_and_external_modules_routes_in_fresh_processes():
     assert seen["neither"] == {"fatal_grpo": None, "fatal_rloo": None}
 
 
-ACTOR_SCRIPT = textwrap.dedent('''
+ACTOR_SCRIPT = textwrap.dedent("""
     import json, ray
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
 
@@ -65,16 +73,24 @@ ACTOR_SCRIPT = textwrap.dedent('''
 
     print("RESULT " + json.dumps(ray.get(Runner.remote().run.remote())))
     ray.shutdown()
-''')
+""")
 
 
 @pytest.mark.slow
 def test_estimator_resolves_and_runs_inside_a_ray_actor():
     pytest.importorskip("ray")
-    with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as short:  # AF_UNIX paths must stay < 108 bytes
+    with tempfile.TemporaryDirectory(
+        prefix="ray", dir="/tmp"
+    ) as short:  # AF_UNIX paths must stay < 108 bytes
         env = _env(RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=short)
-        proc = subprocess.run([sys.executable, "-c", ACTOR_SCRIPT], env=env, capture_output=True, text=True,
-                              timeout=300, cwd=short)
+        proc = subprocess.run(
+            [sys.executable, "-c", ACTOR_SCRIPT],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=short,
+        )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     result = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
     assert result["module"] == OURS

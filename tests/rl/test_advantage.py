@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from opensearch_vl.rl.advantage import FatalAdvantageConfig, as_fatal_flags, fatal_group_advantage, group_ids
 
 from opensearch_vl.errors import DataError
-from opensearch_vl.rl.advantage import FatalAdvantageConfig, as_fatal_flags, fatal_group_advantage, group_ids
 
 EPS = 1e-6
 
@@ -50,26 +50,41 @@ def test_no_fatal_rows_is_plain_grpo_with_population_std():
     out = fatal_group_advantage(outcome([0.2, 0.6, 1.0]), torch.ones(3, 6), ["q"] * 3, [False] * 3)
     mu, sigma = 0.6, math.sqrt((0.16 + 0 + 0.16) / 3)
     assert rows(out) == pytest.approx([(r - mu) / (sigma + EPS) for r in (0.2, 0.6, 1.0)], abs=1e-6)
-    assert out.stats.as_metrics() == {"fatal_adv/fatal_frac": 0.0, "fatal_adv/clamped_frac": 0.0,
-                                      "fatal_adv/clamped_of_fatal_frac": 0.0, "fatal_adv/clamped_rtilde_mean": 0.0}
+    assert out.stats.as_metrics() == {
+        "fatal_adv/fatal_frac": 0.0,
+        "fatal_adv/clamped_frac": 0.0,
+        "fatal_adv/clamped_of_fatal_frac": 0.0,
+        "fatal_adv/clamped_rtilde_mean": 0.0,
+    }
 
 
 def test_singleton_group_is_zero_by_default_and_raw_like_verl_on_request():
     zero = fatal_group_advantage(outcome([0.7]), torch.ones(1, 6), ["q"], [False])
     assert rows(zero) == [0.0]
-    raw = fatal_group_advantage(outcome([0.7, 0.7]), torch.ones(2, 6), ["a", "b"], [False, True],
-                                FatalAdvantageConfig(singleton="raw"))
+    raw = fatal_group_advantage(
+        outcome([0.7, 0.7]),
+        torch.ones(2, 6),
+        ["a", "b"],
+        [False, True],
+        FatalAdvantageConfig(singleton="raw"),
+    )
     assert rows(raw) == pytest.approx([0.7 / (1 + EPS)] * 2)  # the fatal singleton is positive: kept
-    raw_no_std = fatal_group_advantage(outcome([-0.7]), torch.ones(1, 6), ["a"], [True],
-                                       FatalAdvantageConfig(singleton="raw", norm_by_std=False))
+    raw_no_std = fatal_group_advantage(
+        outcome([-0.7]),
+        torch.ones(1, 6),
+        ["a"],
+        [True],
+        FatalAdvantageConfig(singleton="raw", norm_by_std=False),
+    )
     assert rows(raw_no_std) == [0.0] and raw_no_std.rtilde.tolist() == pytest.approx([-0.7])
 
 
 def test_group_of_two_population_and_unbiased():
     pop = fatal_group_advantage(outcome([1, 0]), torch.ones(2, 6), ["q", "q"], [False, False])
     assert rows(pop) == pytest.approx([0.5 / (0.5 + EPS), -0.5 / (0.5 + EPS)])
-    unb = fatal_group_advantage(outcome([1, 0]), torch.ones(2, 6), ["q", "q"], [False, True],
-                                FatalAdvantageConfig(std="unbiased"))
+    unb = fatal_group_advantage(
+        outcome([1, 0]), torch.ones(2, 6), ["q", "q"], [False, True], FatalAdvantageConfig(std="unbiased")
+    )
     assert rows(unb) == pytest.approx([0.5 / (math.sqrt(0.5) + EPS), 0.0])
     assert unb.rtilde.tolist() == pytest.approx([0.5 / (math.sqrt(0.5) + EPS), -0.5 / (math.sqrt(0.5) + EPS)])
 
@@ -92,12 +107,16 @@ def test_all_equal_group_is_exactly_zero(value):
     # float mean of equal non-dyadic values is not always the value itself; /(0+ε) would blow that up
     out = fatal_group_advantage(outcome([value] * 7), torch.ones(7, 6), ["q"] * 7, [True] + [False] * 6)
     assert torch.all(out.advantages == 0) and out.stats.clamped == 0
-    rloo = fatal_group_advantage(outcome([value] * 7), torch.ones(7, 6), ["q"] * 7, [False] * 7, baseline="rloo")
+    rloo = fatal_group_advantage(
+        outcome([value] * 7), torch.ones(7, 6), ["q"] * 7, [False] * 7, baseline="rloo"
+    )
     assert torch.all(rloo.advantages == 0)
 
 
 def test_ties_get_identical_advantages_whatever_the_fatal_flag_when_positive():
-    out = fatal_group_advantage(outcome([1, 1, 0, 0]), torch.ones(4, 6), ["q"] * 4, [True, False, True, False])
+    out = fatal_group_advantage(
+        outcome([1, 1, 0, 0]), torch.ones(4, 6), ["q"] * 4, [True, False, True, False]
+    )
     a = rows(out)
     assert a[0] == a[1] > 0 and a[2] == 0.0 and a[3] < 0
 
@@ -112,21 +131,29 @@ def test_interleaved_groups_are_separated_by_uid():
 def test_modes_hard_mask_and_no_clamp():
     args = (outcome([1, 0, 0, 1]), torch.ones(4, 6), ["q"] * 4, [True, True, False, False])
     r = 0.5 / (0.5 + EPS)
-    assert rows(fatal_group_advantage(*args, FatalAdvantageConfig(mode="no_clamp"))) == pytest.approx([r, -r, -r, r])
+    assert rows(fatal_group_advantage(*args, FatalAdvantageConfig(mode="no_clamp"))) == pytest.approx(
+        [r, -r, -r, r]
+    )
     hard = fatal_group_advantage(*args, FatalAdvantageConfig(mode="hard_mask"))
     assert rows(hard) == pytest.approx([0.0, 0.0, -r, r]) and hard.stats.clamped == 2
     assert rows(fatal_group_advantage(*args)) == pytest.approx([r, 0.0, -r, r])
 
 
 def test_no_std_normalisation_is_r_minus_mean():
-    out = fatal_group_advantage(outcome([1, 0, 0, 0]), torch.ones(4, 6), ["q"] * 4, [False, True, False, False],
-                                FatalAdvantageConfig(norm_by_std=False))
+    out = fatal_group_advantage(
+        outcome([1, 0, 0, 0]),
+        torch.ones(4, 6),
+        ["q"] * 4,
+        [False, True, False, False],
+        FatalAdvantageConfig(norm_by_std=False),
+    )
     assert rows(out) == pytest.approx([0.75, 0.0, -0.25, -0.25])
 
 
 def test_rloo_is_reward_minus_mean_of_the_others_then_clamped():
-    out = fatal_group_advantage(outcome([1, 0, 0, 1]), torch.ones(4, 6), ["q"] * 4, [False, True, False, True],
-                                baseline="rloo")
+    out = fatal_group_advantage(
+        outcome([1, 0, 0, 1]), torch.ones(4, 6), ["q"] * 4, [False, True, False, True], baseline="rloo"
+    )
     assert rows(out) == pytest.approx([1 - 1 / 3, 0.0, 0 - 2 / 3, 1 - 1 / 3])
 
 

@@ -5,7 +5,6 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from opensearch_vl.rl.advantage import FatalAdvantageConfig, fatal_group_advantage
 
 core_algos = pytest.importorskip("verl.trainer.ppo.core_algos")
@@ -24,7 +23,12 @@ def batches(draw, max_rows=24, length=5):
     fatal = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     token_rewards = torch.zeros(n, length)
     token_rewards[:, -1] = torch.tensor(reward, dtype=torch.float32) / 4
-    return token_rewards, torch.tensor(mask, dtype=torch.float32), np.array(uid, dtype=object), np.array(fatal)
+    return (
+        token_rewards,
+        torch.tensor(mask, dtype=torch.float32),
+        np.array(uid, dtype=object),
+        np.array(fatal),
+    )
 
 
 modes = st.sampled_from(["clamp", "no_clamp", "hard_mask"])
@@ -35,8 +39,9 @@ baselines = st.sampled_from(["grpo", "rloo"])
 @given(batches(), modes, baselines, st.booleans())
 def test_masked_tokens_are_zero_and_fatal_rows_never_negative(batch, mode, baseline, norm):
     rewards, mask, uid, fatal = batch
-    out = fatal_group_advantage(rewards, mask, uid, fatal, FatalAdvantageConfig(mode=mode, norm_by_std=norm),
-                                baseline)
+    out = fatal_group_advantage(
+        rewards, mask, uid, fatal, FatalAdvantageConfig(mode=mode, norm_by_std=norm), baseline
+    )
     assert torch.all(out.advantages[mask == 0] == 0)
     assert out.returns is out.advantages
     fatal_t = torch.from_numpy(fatal)
@@ -47,8 +52,9 @@ def test_masked_tokens_are_zero_and_fatal_rows_never_negative(batch, mode, basel
         assert torch.all(out.advantages[fatal_t] == 0)
     # the fatal rule never touches non-fatal rows, and fatal rows stay in the group statistics
     assert torch.equal(out.row_advantage[~fatal_t], out.rtilde[~fatal_t])
-    unflagged = fatal_group_advantage(rewards, mask, uid, np.zeros_like(fatal),
-                                      FatalAdvantageConfig(mode=mode, norm_by_std=norm), baseline)
+    unflagged = fatal_group_advantage(
+        rewards, mask, uid, np.zeros_like(fatal), FatalAdvantageConfig(mode=mode, norm_by_std=norm), baseline
+    )
     assert torch.equal(out.rtilde, unflagged.rtilde)
 
 
@@ -57,7 +63,8 @@ def test_masked_tokens_are_zero_and_fatal_rows_never_negative(batch, mode, basel
 def test_without_fatal_rows_equals_verl_grpo_under_its_conventions(batch, norm):
     rewards, mask, uid, _ = batch
     verl_adv, verl_ret = core_algos.compute_grpo_outcome_advantage(
-        token_level_rewards=rewards, response_mask=mask, index=uid, norm_adv_by_std_in_grpo=norm)
+        token_level_rewards=rewards, response_mask=mask, index=uid, norm_adv_by_std_in_grpo=norm
+    )
     cfg = FatalAdvantageConfig(std="unbiased", singleton="raw", norm_by_std=norm)
     ours = fatal_group_advantage(rewards, mask, uid, np.zeros(len(uid), dtype=bool), cfg)
     torch.testing.assert_close(ours.advantages, verl_adv, atol=2e-6, rtol=1e-5)
@@ -67,10 +74,12 @@ def test_without_fatal_rows_equals_verl_grpo_under_its_conventions(batch, norm):
 @given(batches())
 def test_without_fatal_rows_equals_verl_rloo(batch):
     rewards, mask, uid, _ = batch
-    verl_adv, _ = core_algos.compute_rloo_outcome_advantage(token_level_rewards=rewards, response_mask=mask,
-                                                            index=uid)
-    ours = fatal_group_advantage(rewards, mask, uid, np.zeros(len(uid), dtype=bool),
-                                 FatalAdvantageConfig(singleton="raw"), "rloo")
+    verl_adv, _ = core_algos.compute_rloo_outcome_advantage(
+        token_level_rewards=rewards, response_mask=mask, index=uid
+    )
+    ours = fatal_group_advantage(
+        rewards, mask, uid, np.zeros(len(uid), dtype=bool), FatalAdvantageConfig(singleton="raw"), "rloo"
+    )
     torch.testing.assert_close(ours.advantages, verl_adv, atol=2e-6, rtol=1e-5)
 
 
