@@ -161,9 +161,14 @@ class PythonSandbox:
             duration = time.monotonic() - start
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        if limit is None and exit_code is not None and exit_code < 0:
+        signal_number = None
+        if exit_code is not None and exit_code < 0:
+            signal_number = -exit_code
+        elif self.mechanism == "bwrap" and exit_code is not None and exit_code > 128:
+            signal_number = exit_code - 128  # bwrap reports a child killed by signal N as 128 + N
+        if limit is None and signal_number is not None:
             limit = {signal.SIGXCPU: "cpu_time", signal.SIGKILL: "cpu_time", signal.SIGXFSZ: "file_size"}.get(
-                -exit_code)
+                signal_number)
         stderr_text = err.decode("utf-8", "replace")
         if limit is None and "MemoryError" in stderr_text:
             limit = "memory"
