@@ -87,6 +87,9 @@ def test_fatal_grpo_through_compute_advantage():
         }
     )
     assert plugin.fatal_advantage_metrics(data, algorithm()) == data.meta_info[plugin.METRICS_KEY]
+    # the stash travels with the batch to the actor update: chunking and TensorDict conversion still work
+    assert all(plugin.METRICS_KEY in part.meta_info for part in data.chunk(2))
+    assert data.to_tensordict()["fatal_adv_metrics"]["fatal_adv/fatal_frac"] == 3 / 8
 
 
 @pytest.mark.parametrize(
