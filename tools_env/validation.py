@@ -148,11 +148,6 @@ def _type_of(value: Any) -> str:
     return type(value).__name__
 
 
-def _matches(kind: str, value: Any) -> bool:
-    actual = _type_of(value)
-    return actual == kind or (kind == "number" and actual == "integer")
-
-
 def _coerce(kind: str, value: Any) -> Any:
     """A converted value for ``kind``, or the sentinel ``_NO`` when no forgiving conversion applies."""
     if kind == "integer":
@@ -188,8 +183,9 @@ def _validate(schema: dict[str, Any], value: Any, path: str, errors: list[str], 
 
     types = schema.get("type")
     if types is not None:
-        kinds = [types] if isinstance(types, str) else list(types)
-        if not any(_matches(k, value) for k in kinds):
+        kinds = (types,) if isinstance(types, str) else tuple(types)
+        actual = _type_of(value)
+        if actual not in kinds and not (actual == "integer" and "number" in kinds):
             for kind in kinds:
                 converted = _coerce(kind, value)
                 if converted is not _NO:
@@ -197,7 +193,7 @@ def _validate(schema: dict[str, Any], value: Any, path: str, errors: list[str], 
                     coerced.append(path or "arguments")
                     break
             else:
-                errors.append(f"{_label(path)} must be {' or '.join(kinds)}, got {_type_of(value)}")
+                errors.append(f"{_label(path)} must be {' or '.join(kinds)}, got {actual}")
                 return value
 
     if "enum" in schema and value not in schema["enum"]:
