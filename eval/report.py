@@ -111,6 +111,10 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
     header = log.read_header()
     transcripts = list(log.transcripts())
     summary = summarize_transcripts(transcripts)
+    if not summary["judge"] and header.judge.get("answer"):
+        judge = header.judge["answer"]
+        summary["judge"] = [{"model": judge.get("model"), "prompt_sha256": (judge.get("prompt_sha256") or "")[:12],
+                             "verdicts": 0}]
     model = header.policy.get("model") or header.policy.get("script") or header.config.get("model")
     return {"run": str(log.root), "benchmark": header.benchmark, "model": model, "status": header.status,
             "expected_cases": header.counts.get("cases"), "git_revision": header.environment.get("git_revision"),

@@ -33,6 +33,9 @@ __all__ = ["TransformersPolicy", "to_template_messages"]
 
 logger = logging.getLogger(__name__)
 _END_MARKERS = ("<|im_end|>", "<|endoftext|>")
+# Vision placeholders in *generated* text would desynchronize image tokens and images on the next turn
+# (the processor expands each one); a model emitting them produced noise, so they are removed.
+_VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>", "<|vision_pad|>")
 
 
 def to_template_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
@@ -138,5 +141,8 @@ class TransformersPolicy:
             if marker in text:
                 text = text.split(marker, 1)[0]
                 finish = "stop"
+        stripped = sum(text.count(token) for token in _VISION_TOKENS)
+        for token in _VISION_TOKENS:
+            text = text.replace(token, "")
         return PolicyOutput(text=text, prompt_tokens=prompt_len, completion_tokens=int(len(new_tokens)),
-                            finish_reason=finish)
+                            finish_reason=finish, info={"stripped_vision_tokens": stripped} if stripped else {})
