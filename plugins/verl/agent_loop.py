@@ -47,7 +47,7 @@ from opensearch_vl.rl.token_policy import Generation, TokenPolicy
 from opensearch_vl.rl.tokenize import ChatRenderer
 from opensearch_vl.rl.tool_service import environment_for
 
-__all__ = ["VisionDeepResearchAgentLoop", "AGENT_NAME", "row_from_sample"]
+__all__ = ["VisionDeepResearchAgentLoop", "AGENT_NAME", "row_from_sample", "build_output", "fatal_advantages"]
 
 AGENT_NAME = "vision_deepresearch"
 logger = logging.getLogger(__name__)
@@ -171,3 +171,40 @@ def build_output(policy: TokenPolicy, transcript: Any, scored: Any, prompt_lengt
         metrics=AgentLoopMetrics(generate_sequences=(timings or {}).get("generate_sequences", 0.0)),
         extra_fields=extra,
     )
+
+
+def fatal_advantages(rows: Any, scored: Any, groups: Any, *, estimator: str = "fatal_grpo") -> list[float]:
+    """Advantages of rollout rows through verl's own ``compute_advantage`` (legacy path) with ``estimator``.
+
+    ``rows`` are :class:`~opensearch_vl.rl.tokenize.TokenRow` (response ids and mask), ``scored`` their
+    :class:`~opensearch_vl.rl.workflow_core.ScoredEpisode`, ``groups`` the GRPO group id of each. Returns the
+    scalar advantage of each row (0.0 for rows without a trainable token).
+
+    Example:
+        >>> fatal_advantages(rows, scored, ["q1", "q1"])  # doctest: +SKIP
+        [0.707, 0.0]
+    """
+    import numpy as np
+    import torch
+    from omegaconf import OmegaConf
+    from verl.protocol import DataProto
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    width = max(1, max(len(r.response_ids) for r in rows))
+    mask = torch.zeros(len(rows), width, dtype=torch.int64)
+    rewards = torch.zeros(len(rows), width, dtype=torch.float32)
+    for i, (row, s) in enumerate(zip(rows, scored)):
+        mask[i, : len(row.response_mask)] = torch.tensor(row.response_mask, dtype=torch.int64)
+        rewards[i, max(0, len(row.response_ids) - 1)] = float(s.reward.total)
+    data = DataProto.from_dict(
+        tensors={"response_mask": mask, "token_level_rewards": rewards},
+        non_tensors={"uid": np.array(list(groups), dtype=object),
+                     "is_fatal": np.array([bool(s.outcome.is_fatal) for s in scored], dtype=bool)},
+    )
+    algo = OmegaConf.create({"adv_estimator": estimator, "norm_adv_by_std_in_grpo": True})
+    advantages = compute_advantage(data, adv_estimator=estimator, config=algo).batch["advantages"]
+    out = []
+    for i in range(len(rows)):
+        trainable = mask[i].bool()
+        out.append(float(advantages[i][trainable][0]) if trainable.any() else 0.0)
+    return out
