@@ -32,9 +32,17 @@ DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RETRIES = 4
 DEFAULT_BACKOFF_S = 1.0
 DEFAULT_MAX_CONCURRENCY = 64
+_CONNECTIONS_PER_POOL = 8  # httpcore scans its whole pool per request; several small pools scale better
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-_OVERFLOW_MARKERS = ("context length", "context_length", "maximum context", "too many tokens", "prompt is too long",
-                     "longer than the model", "input is too long")
+_OVERFLOW_MARKERS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "longer than the model",
+    "input is too long",
+)
 
 
 class EndpointConfig(BaseModel):
@@ -100,27 +108,37 @@ class ChatClient:
         key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._transport = transport
-        # httpx pools and asyncio semaphores belong to one event loop; keep one of each per loop.
-        self._per_loop: dict[int, tuple[httpx.AsyncClient, asyncio.Semaphore]] = {}
+        # httpx pools and asyncio semaphores belong to one event loop; keep one set per loop.
+        self._per_loop: dict[int, tuple[list[httpx.AsyncClient], asyncio.Semaphore]] = {}
+        self._turn = 0
 
     def _state(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         state = self._per_loop.get(id(loop))
-        if state is None or state[0].is_closed:
-            limits = httpx.Limits(max_connections=self.config.max_concurrency,
-                                  max_keepalive_connections=self.config.max_concurrency)
-            client = httpx.AsyncClient(timeout=self.config.timeout_s, limits=limits, headers=self._headers,
-                                       transport=self._transport)
-            state = (client, asyncio.Semaphore(self.config.max_concurrency))
-            self._per_loop = {k: v for k, v in self._per_loop.items() if not v[0].is_closed}
+        if state is None or state[0][0].is_closed:
+            n_pools = -(-self.config.max_concurrency // _CONNECTIONS_PER_POOL)
+            size = min(self.config.max_concurrency, _CONNECTIONS_PER_POOL)
+            limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+            clients = [
+                httpx.AsyncClient(
+                    timeout=self.config.timeout_s,
+                    limits=limits,
+                    headers=self._headers,
+                    transport=self._transport,
+                )
+                for _ in range(n_pools)
+            ]
+            state = (clients, asyncio.Semaphore(self.config.max_concurrency))
+            self._per_loop = {k: v for k, v in self._per_loop.items() if not v[0][0].is_closed}
             self._per_loop[id(loop)] = state
-        return state
+        self._turn += 1
+        return state[0][self._turn % len(state[0])], state[1]
 
     async def aclose(self) -> None:
-        """Close the connection pool of the running loop."""
+        """Close the connection pools of the running loop."""
         state = self._per_loop.pop(id(asyncio.get_running_loop()), None)
-        if state is not None:
-            await state[0].aclose()
+        for client in state[0] if state is not None else []:
+            await client.aclose()
 
     async def complete(self, messages: list[dict[str, Any]], **sampling: Any) -> ChatCompletion:
         """POST one chat request; ``sampling`` (temperature, top_p, max_tokens, …) goes into the body.
@@ -128,8 +146,12 @@ class ChatClient:
         Raises:
             EndpointError: no completion after the retries, or a non-retryable HTTP answer.
         """
-        body = {"model": self.config.model, "messages": messages, **self.config.extra_body,
-                **{k: v for k, v in sampling.items() if v is not None}}
+        body = {
+            "model": self.config.model,
+            "messages": messages,
+            **self.config.extra_body,
+            **{k: v for k, v in sampling.items() if v is not None},
+        }
         client, semaphore = self._state()
         attempts = self.config.max_retries + 1
         last: EndpointError | None = None
@@ -141,27 +163,41 @@ class ChatClient:
                 async with semaphore:
                     response = await client.post(self._url, json=body)
             except httpx.TimeoutException as exc:
-                last = EndpointError(f"{self._url}: no answer within {self.config.timeout_s}s "
-                                     "(raise timeout_s or check the server load)")
+                last = EndpointError(
+                    f"{self._url}: no answer within {self.config.timeout_s}s "
+                    "(raise timeout_s or check the server load)"
+                )
                 last.__cause__ = exc
                 continue
             except httpx.TransportError as exc:
-                last = EndpointError(f"{self._url}: connection failed ({exc.__class__.__name__}: {exc}); "
-                                     "is the server running?")
+                last = EndpointError(
+                    f"{self._url}: connection failed ({exc.__class__.__name__}: {exc}); "
+                    "is the server running?"
+                )
                 last.__cause__ = exc
                 continue
             if response.status_code == 200:
                 return _parse_completion(self._url, response)
             detail = response.text[:500]
             overflow = any(marker in detail.lower() for marker in _OVERFLOW_MARKERS)
-            last = EndpointError(f"{self._url}: HTTP {response.status_code}: {detail}",
-                                 status=response.status_code, context_overflow=overflow)
+            last = EndpointError(
+                f"{self._url}: HTTP {response.status_code}: {detail}",
+                status=response.status_code,
+                context_overflow=overflow,
+            )
             if overflow or response.status_code not in _RETRYABLE_STATUS:
                 raise last
-            logger.info("retrying %s after HTTP %s (attempt %d/%d)", self._url, response.status_code,
-                        attempt + 1, attempts)
+            logger.info(
+                "retrying %s after HTTP %s (attempt %d/%d)",
+                self._url,
+                response.status_code,
+                attempt + 1,
+                attempts,
+            )
         assert last is not None
-        raise EndpointError(f"{last} (gave up after {attempts} attempts)", status=last.status) from last.__cause__
+        raise EndpointError(
+            f"{last} (gave up after {attempts} attempts)", status=last.status
+        ) from last.__cause__
 
 
 def _parse_completion(url: str, response: httpx.Response) -> ChatCompletion:
@@ -176,7 +212,14 @@ def _parse_completion(url: str, response: httpx.Response) -> ChatCompletion:
             text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
         usage = payload.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise EndpointError(f"{url}: response is not an OpenAI chat completion: {response.text[:300]!r}",
-                            status=response.status_code) from exc
-    return ChatCompletion(text=str(text), model=payload.get("model"), prompt_tokens=usage.get("prompt_tokens"),
-                          completion_tokens=usage.get("completion_tokens"), finish_reason=choice.get("finish_reason"))
+        raise EndpointError(
+            f"{url}: response is not an OpenAI chat completion: {response.text[:300]!r}",
+            status=response.status_code,
+        ) from exc
+    return ChatCompletion(
+        text=str(text),
+        model=payload.get("model"),
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        finish_reason=choice.get("finish_reason"),
+    )

@@ -50,9 +50,18 @@ def oracle_script() -> Path:
     return mini_data_dir() / "oracle_turns.jsonl"
 
 
-def run_demo(out: str | Path, *, model: str | None = None, model_name: str | None = None,
-             judge: JudgeConfig | None = None, max_turns: int = 6, max_tokens: int = 96,
-             cache_mode: str = "read_write", progress: bool = True, seed: int = 0) -> DemoResult:
+def run_demo(
+    out: str | Path,
+    *,
+    model: str | None = None,
+    model_name: str | None = None,
+    judge: JudgeConfig | None = None,
+    max_turns: int = 6,
+    max_tokens: int = 96,
+    cache_mode: str = "read_write",
+    progress: bool = True,
+    seed: int = 0,
+) -> DemoResult:
     """Evaluate the oracle and a model on the mini-benchmark; see the module docstring.
 
     Args:
@@ -75,8 +84,20 @@ def run_demo(out: str | Path, *, model: str | None = None, model_name: str | Non
             build_tiny_qwen3vl(checkpoint, seed=seed)
         model, device_map = str(checkpoint), "cpu"
     sampling = SamplingConfig(max_tokens=max_tokens)
-    runs.append(("model", EvalRunConfig(model=model, model_name=model_name, out=str(out / "model"),
-                                        max_turns=max_turns, sampling=sampling, device_map=device_map, **common)))
+    runs.append(
+        (
+            "model",
+            EvalRunConfig(
+                model=model,
+                model_name=model_name,
+                out=str(out / "model"),
+                max_turns=max_turns,
+                sampling=sampling,
+                device_map=device_map,
+                **common,
+            ),
+        )
+    )
     reports = []
     for name, config in runs:
         logger.info("demo: %s run into %s", name, config.out)
@@ -88,11 +109,18 @@ def run_demo(out: str | Path, *, model: str | None = None, model_name: str | Non
     items = []
     for (name, _), r in zip(runs, reports):
         score = "–" if r["pass_at_1"] is None else f"{100 * r['pass_at_1']:.1f}%"
-        items.append(f'<li><a href="{name}/viewer/index.html">{name}</a>: {html.escape(str(r["model"]))}, '
-                     f"Pass@1 {score}, {r['cases']} cases</li>")
+        items.append(
+            f'<li><a href="{name}/viewer/index.html">{name}</a>: {html.escape(str(r["model"]))}, '
+            f"Pass@1 {score}, {r['cases']} cases</li>"
+        )
     links = "".join(items)
     index = out / "index.html"
-    _atomic_write(index, (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>opensearch-vl demo</title>"
-                          f"</head><body><h1>opensearch-vl demo: mini-benchmark</h1><ul>{links}</ul>"
-                          f"<p>Full tables: report.md</p></body></html>").encode())
+    _atomic_write(
+        index,
+        (
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>opensearch-vl demo</title>"
+            f"</head><body><h1>opensearch-vl demo: mini-benchmark</h1><ul>{links}</ul>"
+            f"<p>Full tables: report.md</p></body></html>"
+        ).encode(),
+    )
     return DemoResult(out=out, index=index, reports=reports)

@@ -35,21 +35,30 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
+from opensearch_vl.eval.answer_match import rule_match
+from opensearch_vl.eval.chat_client import ChatClient, EndpointConfig, EndpointError
+from opensearch_vl.tools_env.transcript import Score, Transcript
 from pydantic import BaseModel, ConfigDict, Field
 
-from opensearch_vl.eval.answer_match import extract_final_answer, rule_match
-from opensearch_vl.eval.chat_client import ChatClient, EndpointConfig, EndpointError
-from opensearch_vl.tools_env.transcript import Score, TaskInfo, Transcript
-
-__all__ = ["JudgeConfig", "AnswerJudge", "ProcessJudge", "rule_match", "load_prompt", "parse_verdict",
-           "parse_process_score", "summarize_tool_steps", "RULE_JUDGE_NAME"]
+__all__ = [
+    "JudgeConfig",
+    "AnswerJudge",
+    "ProcessJudge",
+    "rule_match",
+    "load_prompt",
+    "parse_verdict",
+    "parse_process_score",
+    "summarize_tool_steps",
+    "RULE_JUDGE_NAME",
+]
 
 logger = logging.getLogger(__name__)
 
 RULE_JUDGE_NAME = "rule-match"
 _MAX_TOOL_STEPS = 20
 _VERDICT = re.compile(
-    r"correct\W{0,3}\s*[:=]\s*\W{0,3}\s*(yes|no|true|false|incorrect|correct)\b(?!\s*(?:/|or\b))", re.I)
+    r"correct\W{0,3}\s*[:=]\s*\W{0,3}\s*(yes|no|true|false|incorrect|correct)\b(?!\s*(?:/|or\b))", re.I
+)
 _SCORE = re.compile(r"score[\"'\]\s]{0,3}[:=][\s\"'\[(]*(-?\d+(?:\.\d+)?|-?\.\d+)", re.I)
 _MARKDOWN = re.compile(r"[*_`#]")
 
@@ -76,7 +85,9 @@ class JudgeConfig(BaseModel):
 @lru_cache(maxsize=None)
 def load_prompt(name: str) -> str:
     """The text of ``eval/prompts/<name>.txt``. Example: ``load_prompt("answer_judge")``."""
-    return resources.files("opensearch_vl.eval").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    return (
+        resources.files("opensearch_vl.eval").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+    )
 
 
 def _sha(text: str) -> str:
@@ -156,9 +167,11 @@ class _EndpointJudge:
         assert self._client is not None
         raw = ""
         for attempt in range(1, self.config.parse_attempts + 1):
-            completion = await self._client.complete([{"role": "user", "content": prompt}],
-                                                     temperature=self.config.temperature,
-                                                     max_tokens=self.config.max_tokens)
+            completion = await self._client.complete(
+                [{"role": "user", "content": prompt}],
+                temperature=self.config.temperature,
+                max_tokens=self.config.max_tokens,
+            )
             raw = completion.text
             value = parse(raw)
             if value is not None:
@@ -182,33 +195,57 @@ class AnswerJudge(_EndpointJudge):
         """Judge one response against the reference ``answers`` (reference first, then aliases)."""
         answers = [str(a) for a in answers]
         if self._client is None:
-            return Score(value=float(rule_match(response, answers)), judge_model=RULE_JUDGE_NAME,
-                         explanation="normalized exact / alias / contains match")
+            return Score(
+                value=float(rule_match(response, answers)),
+                judge_model=RULE_JUDGE_NAME,
+                explanation="normalized exact / alias / contains match",
+            )
         report = _middle_cut(response, self.config.max_response_chars)
-        prompt = _fill(self.template, question=question, correct_answer=_format_answers(answers), response=report)
+        prompt = _fill(
+            self.template, question=question, correct_answer=_format_answers(answers), response=report
+        )
         base = dict(judge_model=self.model_name, prompt_sha256=self.prompt_sha256)
         try:
             verdict, raw, attempts = await self._ask(prompt, parse_verdict)
         except EndpointError as exc:
             if self.config.fallback == "rule":
-                return Score(value=float(rule_match(response, answers)), fallback=True,
-                             explanation=f"judge unavailable, rule-based fallback: {exc}",
-                             **base, metadata={"error": str(exc), "fallback_judge": RULE_JUDGE_NAME})
-            return Score(value=None, explanation=f"judge unavailable: {exc}", **base, metadata={"error": str(exc)})
+                return Score(
+                    value=float(rule_match(response, answers)),
+                    fallback=True,
+                    explanation=f"judge unavailable, rule-based fallback: {exc}",
+                    **base,
+                    metadata={"error": str(exc), "fallback_judge": RULE_JUDGE_NAME},
+                )
+            return Score(
+                value=None, explanation=f"judge unavailable: {exc}", **base, metadata={"error": str(exc)}
+            )
         if verdict is None:
-            return Score(value=None, raw_output=raw, explanation="no parseable verdict in the judge's reply",
-                         **base, metadata={"attempts": attempts, "unparseable": True})
+            return Score(
+                value=None,
+                raw_output=raw,
+                explanation="no parseable verdict in the judge's reply",
+                **base,
+                metadata={"attempts": attempts, "unparseable": True},
+            )
         reasoning = re.search(r"reasoning\W{0,3}\s*[:=]\s*(.+)", _MARKDOWN.sub("", raw), re.I)
-        return Score(value=1.0 if verdict else 0.0, raw_output=raw,
-                     explanation=reasoning.group(1).strip() if reasoning else None,
-                     **base, metadata={"attempts": attempts})
+        return Score(
+            value=1.0 if verdict else 0.0,
+            raw_output=raw,
+            explanation=reasoning.group(1).strip() if reasoning else None,
+            **base,
+            metadata={"attempts": attempts},
+        )
 
     async def judge_transcript(self, transcript: Transcript) -> Score:
         """Judge an episode's final answer; an episode without one scores 0.0 (not a judge call)."""
         if transcript.final_answer is None or not transcript.final_answer.strip():
-            return Score(value=0.0, judge_model=self.model_name, prompt_sha256=self.prompt_sha256,
-                         explanation=f"no final answer (termination: {transcript.termination})",
-                         metadata={"no_answer": True})
+            return Score(
+                value=0.0,
+                judge_model=self.model_name,
+                prompt_sha256=self.prompt_sha256,
+                explanation=f"no final answer (termination: {transcript.termination})",
+                metadata={"no_answer": True},
+            )
         return await self.judge(transcript.task.question, transcript.task.answers, transcript.final_answer)
 
 
@@ -257,22 +294,41 @@ class ProcessJudge(_EndpointJudge):
         trajectory, n_steps = summarize_tool_steps(transcript)
         base = dict(judge_model=self.model_name, prompt_sha256=self.prompt_sha256)
         if n_steps == 0:
-            return Score(value=0.0, explanation="no tool calls before the fatal step", **base,
-                         metadata={"tool_steps": 0})
+            return Score(
+                value=0.0,
+                explanation="no tool calls before the fatal step",
+                **base,
+                metadata={"tool_steps": 0},
+            )
         if self._client is None:
             return Score(value=None, explanation="no process judge configured", **base)
-        prompt = _fill(self.template, question=transcript.task.question,
-                       correct_answer=_format_answers(transcript.task.answers),
-                       response=_middle_cut(transcript.final_answer or "(no final answer)", 300),
-                       trajectory=trajectory)
+        prompt = _fill(
+            self.template,
+            question=transcript.task.question,
+            correct_answer=_format_answers(transcript.task.answers),
+            response=_middle_cut(transcript.final_answer or "(no final answer)", 300),
+            trajectory=trajectory,
+        )
         try:
             value, raw, attempts = await self._ask(prompt, parse_process_score)
         except EndpointError as exc:
-            return Score(value=None, explanation=f"judge unavailable: {exc}", **base, metadata={"error": str(exc)})
+            return Score(
+                value=None, explanation=f"judge unavailable: {exc}", **base, metadata={"error": str(exc)}
+            )
         meta = {"attempts": attempts, "tool_steps": n_steps}
         if value is None:
-            return Score(value=None, raw_output=raw, explanation="no parseable score in the judge's reply",
-                         **base, metadata={**meta, "unparseable": True})
+            return Score(
+                value=None,
+                raw_output=raw,
+                explanation="no parseable score in the judge's reply",
+                **base,
+                metadata={**meta, "unparseable": True},
+            )
         reasoning = re.search(r"reasoning\W{0,3}\s*[:=]\s*(.+)", _MARKDOWN.sub("", raw), re.I)
-        return Score(value=value, raw_output=raw, explanation=reasoning.group(1).strip() if reasoning else None,
-                     **base, metadata=meta)
+        return Score(
+            value=value,
+            raw_output=raw,
+            explanation=reasoning.group(1).strip() if reasoning else None,
+            **base,
+            metadata=meta,
+        )

@@ -18,9 +18,10 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 
-from opensearch_vl.errors import PrerequisiteError
 from opensearch_vl.tools_env.task import Task
 from opensearch_vl.tools_env.transcript import Transcript
+
+from opensearch_vl.errors import PrerequisiteError
 
 __all__ = ["run_on_ray", "EvalActor"]
 
@@ -55,8 +56,10 @@ def run_on_ray(config, tasks: Sequence[Task], finished: Callable[[Transcript], N
         n_actors = max(1, min(config.ray_workers or cpus, len(tasks)))
         per_actor = max(1, math.ceil(config.concurrency / n_actors))
         actor_cls = ray.remote(num_cpus=0)(EvalActor)
-        actors = [actor_cls.options(max_concurrency=per_actor).remote(config.model_dump_json())
-                  for _ in range(n_actors)]
+        actors = [
+            actor_cls.options(max_concurrency=per_actor).remote(config.model_dump_json())
+            for _ in range(n_actors)
+        ]
         pending = [actors[i % n_actors].run.remote(task) for i, task in enumerate(tasks)]
         logger.info("ray: %d cases on %d actors (%d episodes each at once)", len(tasks), n_actors, per_actor)
         while pending:

@@ -23,16 +23,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.tools_env.task import Task
 
-__all__ = ["BenchmarkProfile", "BenchmarkSpec", "benchmark", "get_benchmark", "available_benchmarks",
-           "load_tasks", "SEARCH_TOOLS", "DEFAULT_TOOLS"]
+from opensearch_vl.errors import ConfigError
+
+__all__ = [
+    "BenchmarkProfile",
+    "BenchmarkSpec",
+    "benchmark",
+    "get_benchmark",
+    "available_benchmarks",
+    "load_tasks",
+    "SEARCH_TOOLS",
+    "DEFAULT_TOOLS",
+]
 
 logger = logging.getLogger(__name__)
 
 SEARCH_TOOLS = ("text_search", "image_search", "visit")
-DEFAULT_TOOLS = ("crop", "layout_parsing", "perspective_correct", "super_resolution", "sharpen") + SEARCH_TOOLS
+DEFAULT_TOOLS = (
+    "crop",
+    "layout_parsing",
+    "perspective_correct",
+    "super_resolution",
+    "sharpen",
+) + SEARCH_TOOLS
 """The paper's seven evaluation tools plus ``visit`` (page reading, whose success rate reports show)."""
 
 Loader = Callable[..., Iterable[Task]]

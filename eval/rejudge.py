@@ -48,7 +48,8 @@ async def _rejudge(log: RunLog, config: JudgeConfig, process: bool, concurrency:
     return counts
 
 
-def rejudge(run_dir: str | Path, config: JudgeConfig, *, process: bool = False,
-            concurrency: int = 16) -> dict[str, int]:
+def rejudge(
+    run_dir: str | Path, config: JudgeConfig, *, process: bool = False, concurrency: int = 16
+) -> dict[str, int]:
     """Score every case of ``run_dir`` again; returns ``{"cases", "correct", "unscored"}``."""
     return asyncio.run(_rejudge(RunLog(run_dir), config, process, concurrency))

@@ -92,9 +92,14 @@ def summarize_transcripts(transcripts: Sequence[Transcript]) -> dict[str, Any]:
         "judge_fallbacks": fallback,
         "answered": terminations.get("answer", 0),
         "terminations": dict(terminations.most_common()),
-        "fatal": {"episodes": len(fatal_steps), "rate": _rate(len(fatal_steps), n),
-                  "mean_fatal_step": mean(fatal_steps) if fatal_steps else None},
-        "tools": {name: {"calls": c, "errors": tool_errors.get(name, 0)} for name, c in tool_calls.most_common()},
+        "fatal": {
+            "episodes": len(fatal_steps),
+            "rate": _rate(len(fatal_steps), n),
+            "mean_fatal_step": mean(fatal_steps) if fatal_steps else None,
+        },
+        "tools": {
+            name: {"calls": c, "errors": tool_errors.get(name, 0)} for name, c in tool_calls.most_common()
+        },
         "error_categories": dict(error_categories.most_common()),
         "fetch_success_rate": _rate(visits - tool_errors.get("visit", 0), visits),
         "mean_turns": mean(steps) if steps else None,
@@ -113,12 +118,24 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
     summary = summarize_transcripts(transcripts)
     if not summary["judge"] and header.judge.get("answer"):
         judge = header.judge["answer"]
-        summary["judge"] = [{"model": judge.get("model"), "prompt_sha256": (judge.get("prompt_sha256") or "")[:12],
-                             "verdicts": 0}]
+        summary["judge"] = [
+            {
+                "model": judge.get("model"),
+                "prompt_sha256": (judge.get("prompt_sha256") or "")[:12],
+                "verdicts": 0,
+            }
+        ]
     model = header.policy.get("model") or header.policy.get("script") or header.config.get("model")
-    return {"run": str(log.root), "benchmark": header.benchmark, "model": model, "status": header.status,
-            "expected_cases": header.counts.get("cases"), "git_revision": header.environment.get("git_revision"),
-            "profile": header.profile, **summary}
+    return {
+        "run": str(log.root),
+        "benchmark": header.benchmark,
+        "model": model,
+        "status": header.status,
+        "expected_cases": header.counts.get("cases"),
+        "git_revision": header.environment.get("git_revision"),
+        "profile": header.profile,
+        **summary,
+    }
 
 
 def _pct(value: float | None) -> str:
@@ -127,34 +144,50 @@ def _pct(value: float | None) -> str:
 
 def render_markdown(reports: Sequence[dict[str, Any]]) -> str:
     """A Markdown page: the Pass@1 table (one row per run), then each run's details."""
-    lines = ["# Evaluation report", "",
-             "| Benchmark | Model | Cases | Pass@1 (%) | Correct | Unscored | Answered | Fatal (%) | "
-             "Fetch ok (%) | Judge |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Evaluation report",
+        "",
+        "| Benchmark | Model | Cases | Pass@1 (%) | Correct | Unscored | Answered | Fatal (%) | "
+        "Fetch ok (%) | Judge |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in reports:
         judge = ", ".join(f"{j['model']}@{j['prompt_sha256'] or '-'}" for j in r["judge"]) or "–"
-        cases = f"{r['cases']}" + (f"/{r['expected_cases']}" if r.get("expected_cases") not in (None, r["cases"])
-                                   else "")
-        lines.append(f"| {r['benchmark']} | {r['model']} | {cases} | {_pct(r['pass_at_1'])} | {r['correct']} | "
-                     f"{r['unscored']} | {r['answered']} | {_pct(r['fatal']['rate'])} | "
-                     f"{_pct(r['fetch_success_rate'])} | {judge} |")
-    lines += ["", "Pass@1 = correct / scored cases; unscored verdicts are counted separately, never as wrong. "
-              "Episodes without an answer count as wrong.", ""]
+        cases = f"{r['cases']}" + (
+            f"/{r['expected_cases']}" if r.get("expected_cases") not in (None, r["cases"]) else ""
+        )
+        lines.append(
+            f"| {r['benchmark']} | {r['model']} | {cases} | {_pct(r['pass_at_1'])} | {r['correct']} | "
+            f"{r['unscored']} | {r['answered']} | {_pct(r['fatal']['rate'])} | "
+            f"{_pct(r['fetch_success_rate'])} | {judge} |"
+        )
+    lines += [
+        "",
+        "Pass@1 = correct / scored cases; unscored verdicts are counted separately, never as wrong. "
+        "Episodes without an answer count as wrong.",
+        "",
+    ]
     for r in reports:
-        lines += [f"## {r['benchmark']} — {r['model']}", "",
-                  f"- run folder: `{r['run']}` (status {r['status']}, git {r['git_revision'] or 'unknown'})",
-                  f"- Pass@1 over all cases (unscored as wrong): {_pct(r['pass_at_1_all'])}%",
-                  f"- judge fallbacks to rule matching: {r['judge_fallbacks']}",
-                  f"- mean turns {_fmt(r['mean_turns'])}, well-formed turns {_pct(r['well_formed_rate'])}%, "
-                  f"mean wall time {_fmt(r['mean_wall_time_s'])} s",
-                  f"- fatal cascades: {r['fatal']['episodes']} (mean first fatal step "
-                  f"{_fmt(r['fatal']['mean_fatal_step'])})", ""]
+        lines += [
+            f"## {r['benchmark']} — {r['model']}",
+            "",
+            f"- run folder: `{r['run']}` (status {r['status']}, git {r['git_revision'] or 'unknown'})",
+            f"- Pass@1 over all cases (unscored as wrong): {_pct(r['pass_at_1_all'])}%",
+            f"- judge fallbacks to rule matching: {r['judge_fallbacks']}",
+            f"- mean turns {_fmt(r['mean_turns'])}, well-formed turns {_pct(r['well_formed_rate'])}%, "
+            f"mean wall time {_fmt(r['mean_wall_time_s'])} s",
+            f"- fatal cascades: {r['fatal']['episodes']} (mean first fatal step "
+            f"{_fmt(r['fatal']['mean_fatal_step'])})",
+            "",
+        ]
         if r.get("process_score_mean") is not None:
             lines.insert(-1, f"- mean process score: {r['process_score_mean']:.3f}")
         lines += ["| Termination | Episodes |", "|---|---:|"]
         lines += [f"| {k} | {v} |" for k, v in r["terminations"].items()]
         lines += ["", "| Tool | Calls | Errors |", "|---|---:|---:|"]
-        lines += [f"| {k} | {v['calls']} | {v['errors']} |" for k, v in r["tools"].items()] or ["| (none) | 0 | 0 |"]
+        lines += [f"| {k} | {v['calls']} | {v['errors']} |" for k, v in r["tools"].items()] or [
+            "| (none) | 0 | 0 |"
+        ]
         if r["error_categories"]:
             lines += ["", "| Error category | Steps |", "|---|---:|"]
             lines += [f"| {k} | {v} |" for k, v in r["error_categories"].items()]

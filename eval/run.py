@@ -19,13 +19,11 @@ import logging
 import random
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.eval.judge import AnswerJudge, JudgeConfig, ProcessJudge
 from opensearch_vl.eval.policies import PolicyFactory, SamplingConfig, make_policy
 from opensearch_vl.eval.registry import BenchmarkProfile, get_benchmark
@@ -35,6 +33,9 @@ from opensearch_vl.tools_env.environment import ToolEnvironment
 from opensearch_vl.tools_env.runner import EpisodeLimits, run_episode
 from opensearch_vl.tools_env.task import Task
 from opensearch_vl.tools_env.transcript import Transcript
+from pydantic import BaseModel, ConfigDict, Field
+
+from opensearch_vl.errors import ConfigError
 
 __all__ = ["EvalRunConfig", "RunSummary", "run_eval", "run_eval_async", "EvalSession"]
 
@@ -95,8 +96,11 @@ class EvalRunConfig(BaseModel):
 
     def limits(self, profile: BenchmarkProfile) -> EpisodeLimits:
         """The episode limits for this run."""
-        return EpisodeLimits(max_turns=self.max_turns or profile.max_turns, fatal_k=self.fatal_k,
-                             episode_timeout_s=self.episode_timeout_s)
+        return EpisodeLimits(
+            max_turns=self.max_turns or profile.max_turns,
+            fatal_k=self.fatal_k,
+            episode_timeout_s=self.episode_timeout_s,
+        )
 
 
 @dataclass(frozen=True)
@@ -127,9 +131,11 @@ class EvalSession:
         roots = list(base.image_roots)
         data = Path(config.data).resolve() if config.data else _mini_dir()
         roots.append(str(data if data.is_dir() else data.parent))
-        cache = CacheSettings(mode=config.cache_mode, path=config.cache_path
-                              or str(Path(config.out) / "tool_cache.sqlite"),
-                              busy_timeout_ms=base.cache.busy_timeout_ms)
+        cache = CacheSettings(
+            mode=config.cache_mode,
+            path=config.cache_path or str(Path(config.out) / "tool_cache.sqlite"),
+            busy_timeout_ms=base.cache.busy_timeout_ms,
+        )
         self.env_config = base.model_copy(update={"tools": tools, "image_roots": roots, "cache": cache})
         from opensearch_vl.tools_env.cache import ResultCache
 
@@ -138,16 +144,18 @@ class EvalSession:
         sampling = config.sampling
         if sampling.seed is None:
             sampling = sampling.model_copy(update={"seed": config.seed})
-        self.policy = policy or make_policy(config.model, sampling=sampling, model_name=config.model_name,
-                                            device_map=config.device_map)
+        self.policy = policy or make_policy(
+            config.model, sampling=sampling, model_name=config.model_name, device_map=config.device_map
+        )
         judge_config = config.judge if spec.profile.judge == "llm" else JudgeConfig()
         self.judge = AnswerJudge(judge_config)
         self.process_judge = ProcessJudge(judge_config) if config.process_judge else None
 
     async def run_case(self, task: Task) -> Transcript:
         """One episode, judged."""
-        transcript = await run_episode(self.policy.for_case(task.id), task, self.env, limits=self.limits,
-                                       policy_meta=self.policy.meta)
+        transcript = await run_episode(
+            self.policy.for_case(task.id), task, self.env, limits=self.limits, policy_meta=self.policy.meta
+        )
         await self.score(transcript)
         return transcript
 
@@ -164,19 +172,27 @@ def _check_resumable(log: RunLog, config: EvalRunConfig) -> RunHeader | None:
     old = log.read_header()
     for key in ("benchmark", "model", "data"):
         if old.config.get(key) != getattr(config, key):
-            raise ConfigError(f"{log.root} holds a run with {key}={old.config.get(key)!r}, not "
-                              f"{getattr(config, key)!r}; use another --out folder to start a new run")
+            raise ConfigError(
+                f"{log.root} holds a run with {key}={old.config.get(key)!r}, not "
+                f"{getattr(config, key)!r}; use another --out folder to start a new run"
+            )
     return old
 
 
-async def run_eval_async(config: EvalRunConfig, *, progress: bool = True,
-                         on_case: Callable[[Transcript], Any] | None = None,
-                         policy: PolicyFactory | None = None) -> RunSummary:
+async def run_eval_async(
+    config: EvalRunConfig,
+    *,
+    progress: bool = True,
+    on_case: Callable[[Transcript], Any] | None = None,
+    policy: PolicyFactory | None = None,
+) -> RunSummary:
     """The async body of :func:`run_eval` (for callers already inside an event loop)."""
     random.seed(config.seed)
     spec = get_benchmark(config.benchmark)
     if config.data is None and config.benchmark != "mini":
-        raise ConfigError(f"benchmark {config.benchmark!r} needs --data PATH (its files in the published format)")
+        raise ConfigError(
+            f"benchmark {config.benchmark!r} needs --data PATH (its files in the published format)"
+        )
     tasks = spec.load(config.data, **config.data_options) if config.data else spec.load(_mini_dir())
     if config.limit:
         tasks = tasks[: config.limit]
@@ -188,15 +204,23 @@ async def run_eval_async(config: EvalRunConfig, *, progress: bool = True,
     header = old or RunHeader(benchmark=config.benchmark, config={})
     header.status, header.error, header.finished_at = "started", None, None
     header.config = config.model_dump(mode="json")
-    header.profile = {"tools": list(session.env_config.tools) if session else header.profile.get("tools"),
-                      "max_turns": config.max_turns or spec.profile.max_turns, "judge": spec.profile.judge,
-                      "fatal_k": config.fatal_k, "cache_mode": config.cache_mode}
+    header.profile = {
+        "tools": list(session.env_config.tools) if session else header.profile.get("tools"),
+        "max_turns": config.max_turns or spec.profile.max_turns,
+        "judge": spec.profile.judge,
+        "fatal_k": config.fatal_k,
+        "cache_mode": config.cache_mode,
+    }
     if session is not None:
         header.policy = session.policy.meta
-        header.judge = {"answer": {"model": session.judge.model_name, "prompt_sha256": session.judge.prompt_sha256}}
+        header.judge = {
+            "answer": {"model": session.judge.model_name, "prompt_sha256": session.judge.prompt_sha256}
+        }
     header.environment = environment_info()
-    header.seeds = {"seed": config.seed, "sampling_seed": config.sampling.seed if config.sampling.seed is not None
-                    else config.seed}
+    header.seeds = {
+        "seed": config.seed,
+        "sampling_seed": config.sampling.seed if config.sampling.seed is not None else config.seed,
+    }
     header.counts = {"cases": len(tasks), "skipped_existing": len(tasks) - len(todo), "run_now": len(todo)}
     header.history.append({"at": time.time(), "action": "run", "cases": len(todo)})
     log.write_header(header)
@@ -220,7 +244,9 @@ async def run_eval_async(config: EvalRunConfig, *, progress: bool = True,
         elif todo:
             await _run_local(session, todo, config.concurrency, finished)
     except BaseException as exc:
-        header.status = "cancelled" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "error"
+        header.status = (
+            "cancelled" if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)) else "error"
+        )
         header.error = f"{exc.__class__.__name__}: {exc}"
         header.finished_at = time.time()
         header.counts["finished"] = len(log.finished_ids())
@@ -233,10 +259,15 @@ async def run_eval_async(config: EvalRunConfig, *, progress: bool = True,
     header.counts["finished"] = len(log.finished_ids())
     log.write_header(header)
     answer_scores = [t.scores.get("answer") for t in results]
-    return RunSummary(out=log.root, total=len(tasks), skipped=len(tasks) - len(todo), ran=len(results),
-                      correct=sum(1 for s in answer_scores if s is not None and s.value == 1.0),
-                      unscored=sum(1 for s in answer_scores if s is None or s.value is None),
-                      wall_time_s=time.monotonic() - began)
+    return RunSummary(
+        out=log.root,
+        total=len(tasks),
+        skipped=len(tasks) - len(todo),
+        ran=len(results),
+        correct=sum(1 for s in answer_scores if s is not None and s.value == 1.0),
+        unscored=sum(1 for s in answer_scores if s is None or s.value is None),
+        wall_time_s=time.monotonic() - began,
+    )
 
 
 def _mini_dir() -> Path:
@@ -245,16 +276,20 @@ def _mini_dir() -> Path:
     return mini_data_dir()
 
 
-async def _run_local(session: EvalSession, tasks: Sequence[Task], concurrency: int,
-                     finished: Callable[[Transcript], None]) -> None:
+async def _run_local(
+    session: EvalSession, tasks: Sequence[Task], concurrency: int, finished: Callable[[Transcript], None]
+) -> None:
     pending = iter(tasks)
+    loop = asyncio.get_running_loop()
+    # Saving fsyncs every file; a pool of its own keeps those waits off the threads the tools run in.
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="eval-save") as saver:
 
-    async def worker() -> None:
-        for task in pending:  # shared iterator: each task is taken by exactly one worker
-            transcript = await session.run_case(task)
-            await asyncio.to_thread(finished, transcript)
+        async def worker() -> None:
+            for task in pending:  # shared iterator: each task is taken by exactly one worker
+                transcript = await session.run_case(task)
+                await loop.run_in_executor(saver, finished, transcript)
 
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(tasks)))))
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(tasks)))))
 
 
 class _NoBar:

@@ -31,11 +31,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from opensearch_vl.tools_env.transcript import Transcript, _atomic_write
 from pydantic import BaseModel, ConfigDict, Field
 
 from opensearch_vl import __version__
 from opensearch_vl.errors import TranscriptFormatError
-from opensearch_vl.tools_env.transcript import Transcript, _atomic_write
 
 __all__ = ["RunHeader", "RunLog", "case_filename", "environment_info"]
 
@@ -87,9 +87,16 @@ def case_filename(case_id: str) -> str:
 def _git_revision() -> str | None:
     root = Path(__file__).resolve().parent.parent
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -105,8 +112,12 @@ def environment_info() -> dict[str, Any]:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    return {"packages": versions, "git_revision": _git_revision(), "python": sys.version.split()[0],
-            "platform": platform.platform()}
+    return {
+        "packages": versions,
+        "git_revision": _git_revision(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
 
 
 class RunLog:
@@ -126,8 +137,9 @@ class RunLog:
         try:
             return RunHeader.model_validate_json(self.header_path.read_text())
         except (OSError, ValueError) as exc:
-            raise TranscriptFormatError(f"{self.root}: no readable run.json ({exc}); is this an eval run folder?") \
-                from exc
+            raise TranscriptFormatError(
+                f"{self.root}: no readable run.json ({exc}); is this an eval run folder?"
+            ) from exc
 
     def write_header(self, header: RunHeader) -> None:
         """Write ``run.json`` atomically."""

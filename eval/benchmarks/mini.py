@@ -29,13 +29,21 @@ def mini_data_dir() -> Path:
     return Path(str(resources.files("opensearch_vl.eval").joinpath("data", "mini")))
 
 
-@benchmark("mini", profile=BenchmarkProfile(tools=MINI_TOOLS, max_turns=12,
-                                            notes="bundled with opensearch-vl; offline tools only"))
+@benchmark(
+    "mini",
+    profile=BenchmarkProfile(
+        tools=MINI_TOOLS, max_turns=12, notes="bundled with opensearch-vl; offline tools only"
+    ),
+)
 def load_mini(path: Path | None = None) -> Iterator[Task]:
     """The mini-benchmark rows (``path`` defaults to the bundled folder)."""
     path = Path(path) if path is not None else mini_data_dir()
     for file in data_files(path, ("mini.jsonl",)):
         for row in read_rows(file):
-            yield Task(id=str(row["id"]), question=str(row["question"]),
-                       images=image_sources(row.get("image"), file.parent), answers=answer_list(row["answers"]),
-                       metadata={"notes": row.get("notes", "")})
+            yield Task(
+                id=str(row["id"]),
+                question=str(row["question"]),
+                images=image_sources(row.get("image"), file.parent),
+                answers=answer_list(row["answers"]),
+                metadata={"notes": row.get("notes", "")},
+            )

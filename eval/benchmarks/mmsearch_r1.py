@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from opensearch_vl.errors import DataError
 from opensearch_vl.eval.benchmarks.rows import answer_list, data_files, image_sources, pick, read_rows
 from opensearch_vl.eval.registry import BenchmarkProfile, benchmark
 from opensearch_vl.tools_env.task import Task
+
+from opensearch_vl.errors import DataError
 
 __all__ = ["load_fvqa", "load_infoseek", "verl_row_task"]
 
@@ -48,13 +49,21 @@ def verl_row_task(row: dict[str, Any], base: Path, index: int) -> Task:
     """A :class:`Task` from one MMSearch-R1 / verl-style row."""
     reward = row.get("reward_model") or {}
     answers = answer_list(reward.get("ground_truth"), reward.get("candidate_answers"))
-    return Task(id=str(pick(row, "data_id", "id", default=index)), question=_prompt_question(row["prompt"]),
-                images=image_sources(pick(row, "images", "image"), base), answers=answers,
-                metadata={k: row[k] for k in ("category", "data_source") if isinstance(row.get(k), str)})
+    return Task(
+        id=str(pick(row, "data_id", "id", default=index)),
+        question=_prompt_question(row["prompt"]),
+        images=image_sources(pick(row, "images", "image"), base),
+        answers=answers,
+        metadata={k: row[k] for k in ("category", "data_source") if isinstance(row.get(k), str)},
+    )
 
 
-@benchmark("fvqa", profile=BenchmarkProfile(
-    notes="lmms-lab/FVQA (MMSearch-R1 FactualVQA) test parquet; categories search_free / search_required."))
+@benchmark(
+    "fvqa",
+    profile=BenchmarkProfile(
+        notes="lmms-lab/FVQA (MMSearch-R1 FactualVQA) test parquet; categories search_free / search_required."
+    ),
+)
 def load_fvqa(path: Path) -> Iterator[Task]:
     """FVQA rows (MMSearch-R1 parquet)."""
     index = 0
@@ -64,9 +73,13 @@ def load_fvqa(path: Path) -> Iterator[Task]:
             index += 1
 
 
-@benchmark("infoseek", profile=BenchmarkProfile(
-    notes="InfoSeek: the MMSearch-R1 2k subset parquet, or the original JSONL (data_id, image_id, question, "
-          "answer, answer_eval) with OVEN images in image_dir (<image_id>.jpg or .JPEG)."))
+@benchmark(
+    "infoseek",
+    profile=BenchmarkProfile(
+        notes="InfoSeek: the MMSearch-R1 2k subset parquet, or the original JSONL (data_id, image_id, question, "
+        "answer, answer_eval) with OVEN images in image_dir (<image_id>.jpg or .JPEG)."
+    ),
+)
 def load_infoseek(path: Path, image_dir: str | None = None) -> Iterator[Task]:
     """InfoSeek rows; original-format rows need ``image_dir`` (default: ``images/`` beside the file)."""
     index = 0
@@ -75,7 +88,9 @@ def load_infoseek(path: Path, image_dir: str | None = None) -> Iterator[Task]:
             if "prompt" in row and "reward_model" in row:
                 yield verl_row_task(row, file.parent, index)
             else:
-                yield _original_row(row, file, Path(image_dir) if image_dir else file.parent / "images", index)
+                yield _original_row(
+                    row, file, Path(image_dir) if image_dir else file.parent / "images", index
+                )
             index += 1
 
 
@@ -86,12 +101,23 @@ def _original_row(row: dict[str, Any], file: Path, image_dir: Path, index: int) 
         candidates = [image_dir / f"{image_id}{ext}" for ext in (".jpg", ".JPEG", ".jpeg", ".png")]
         found = next((c for c in candidates if c.is_file()), None)
         if found is None:
-            raise DataError(f"{file}: row {index}: image {image_id} not found in {image_dir} "
-                            "(pass image_dir=<folder with the OVEN images>)")
+            raise DataError(
+                f"{file}: row {index}: image {image_id} not found in {image_dir} "
+                "(pass image_dir=<folder with the OVEN images>)"
+            )
         images = [str(found.resolve())]
-    metadata = {k: row[k] for k in ("image_id", "data_split", "entity_id", "entity_text") if isinstance(row.get(k), str)}
+    metadata = {
+        k: row[k]
+        for k in ("image_id", "data_split", "entity_id", "entity_text")
+        if isinstance(row.get(k), str)
+    }
     ranges = [a["range"] for a in row.get("answer_eval") or [] if isinstance(a, dict) and "range" in a]
     if ranges:
         metadata["numeric_ranges"] = ranges
-    return Task(id=str(pick(row, "data_id", "id", default=index)), question=str(row["question"]), images=images,
-                answers=answer_list(row.get("answer"), row.get("answer_eval")), metadata=metadata)
+    return Task(
+        id=str(pick(row, "data_id", "id", default=index)),
+        question=str(row["question"]),
+        images=images,
+        answers=answer_list(row.get("answer"), row.get("answer_eval")),
+        metadata=metadata,
+    )

@@ -44,7 +44,9 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
         except ImportError as exc:
             from opensearch_vl.errors import PrerequisiteError
 
-            raise PrerequisiteError("reading parquet needs pyarrow: pip install 'opensearch-vl[eval]'") from exc
+            raise PrerequisiteError(
+                "reading parquet needs pyarrow: pip install 'opensearch-vl[eval]'"
+            ) from exc
         parquet = pq.ParquetFile(path)
         for batch in parquet.iter_batches(batch_size=256):
             yield from batch.to_pylist()

@@ -19,14 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opensearch_vl.errors import ConfigError, DataError
 from opensearch_vl.eval.chat_client import EndpointConfig
 from opensearch_vl.eval.policies.openai_compat import OpenAICompatPolicy, SamplingConfig, to_openai_messages
 from opensearch_vl.tools_env.policy import ChatPolicy, PolicyError
 from opensearch_vl.tools_env.scripted_policy import ScriptedPolicy
 
-__all__ = ["OpenAICompatPolicy", "SamplingConfig", "PolicyFactory", "make_policy", "load_script",
-           "to_openai_messages"]
+from opensearch_vl.errors import ConfigError, DataError
+
+__all__ = [
+    "OpenAICompatPolicy",
+    "SamplingConfig",
+    "PolicyFactory",
+    "make_policy",
+    "load_script",
+    "to_openai_messages",
+]
 
 
 @dataclass
@@ -60,13 +67,19 @@ def load_script(path: str | Path) -> dict[str, list[str]]:
             row = json.loads(line)
             scripts[str(row["id"])] = [str(t) for t in row["turns"]]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DataError(f"{path}:{lineno}: expected {{\"id\": ..., \"turns\": [...]}} ({exc})") from exc
+            raise DataError(f'{path}:{lineno}: expected {{"id": ..., "turns": [...]}} ({exc})') from exc
     return scripts
 
 
-def make_policy(model: str, *, sampling: SamplingConfig | None = None, model_name: str | None = None,
-                endpoint_options: dict[str, Any] | None = None, device_map: Any = "auto",
-                max_context_tokens: int | None = None) -> PolicyFactory:
+def make_policy(
+    model: str,
+    *,
+    sampling: SamplingConfig | None = None,
+    model_name: str | None = None,
+    endpoint_options: dict[str, Any] | None = None,
+    device_map: Any = "auto",
+    max_context_tokens: int | None = None,
+) -> PolicyFactory:
     """Build the policy ``--model`` names (see the module docstring)."""
     sampling = sampling or SamplingConfig()
     if model.startswith("scripted:"):
@@ -79,7 +92,11 @@ def make_policy(model: str, *, sampling: SamplingConfig | None = None, model_nam
     if Path(model).is_dir():
         from opensearch_vl.eval.policies.transformers_local import TransformersPolicy
 
-        local = TransformersPolicy(model, sampling, device_map=device_map, max_context_tokens=max_context_tokens)
+        local = TransformersPolicy(
+            model, sampling, device_map=device_map, max_context_tokens=max_context_tokens
+        )
         return PolicyFactory(meta=local.meta, shared=local)
-    raise ConfigError(f"--model {model!r}: expected an http(s):// endpoint URL, scripted:FILE, or a checkpoint "
-                      "folder that exists")
+    raise ConfigError(
+        f"--model {model!r}: expected an http(s):// endpoint URL, scripted:FILE, or a checkpoint "
+        "folder that exists"
+    )

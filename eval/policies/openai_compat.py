@@ -17,11 +17,10 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from opensearch_vl.eval.chat_client import ChatClient, EndpointConfig, EndpointError
 from opensearch_vl.tools_env.images import png_bytes
 from opensearch_vl.tools_env.policy import ChatMessage, ImagePart, PolicyError, PolicyOutput, TextPart
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SamplingConfig", "OpenAICompatPolicy", "to_openai_messages"]
 
@@ -92,18 +91,28 @@ class OpenAICompatPolicy:
     @property
     def meta(self) -> dict[str, Any]:
         """What the transcript records as its producing policy."""
-        return {"kind": "openai_compat", "base_url": self.endpoint.base_url, "model": self.endpoint.model,
-                "sampling": self.sampling.request_fields()}
+        return {
+            "kind": "openai_compat",
+            "base_url": self.endpoint.base_url,
+            "model": self.endpoint.model,
+            "sampling": self.sampling.request_fields(),
+        }
 
     async def __call__(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         """One assistant turn; endpoint failures become :class:`PolicyError` (context overflow flagged)."""
         try:
-            completion = await self._client.complete(to_openai_messages(messages), **self.sampling.request_fields())
+            completion = await self._client.complete(
+                to_openai_messages(messages), **self.sampling.request_fields()
+            )
         except EndpointError as exc:
             raise PolicyError(str(exc), context_overflow=exc.context_overflow) from exc
-        return PolicyOutput(text=completion.text, prompt_tokens=completion.prompt_tokens,
-                            completion_tokens=completion.completion_tokens, finish_reason=completion.finish_reason,
-                            info={"model": completion.model} if completion.model else {})
+        return PolicyOutput(
+            text=completion.text,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            finish_reason=completion.finish_reason,
+            info={"model": completion.model} if completion.model else {},
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the running loop."""

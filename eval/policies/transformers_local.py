@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from opensearch_vl.errors import ConfigError, PrerequisiteError
 from opensearch_vl.eval.policies.openai_compat import SamplingConfig
 from opensearch_vl.tools_env.policy import ChatMessage, ImagePart, PolicyError, PolicyOutput
+
+from opensearch_vl.errors import ConfigError, PrerequisiteError
 
 __all__ = ["TransformersPolicy", "to_template_messages"]
 
@@ -71,27 +72,39 @@ class TransformersPolicy:
         attn_implementation: passed to ``from_pretrained`` (e.g. ``"flash_attention_2"``, ``"sdpa"``).
     """
 
-    def __init__(self, path: str | Path, sampling: SamplingConfig | None = None, *, device_map: Any = "auto",
-                 dtype: str = "auto", max_context_tokens: int | None = None,
-                 attn_implementation: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        sampling: SamplingConfig | None = None,
+        *,
+        device_map: Any = "auto",
+        dtype: str = "auto",
+        max_context_tokens: int | None = None,
+        attn_implementation: str | None = None,
+    ) -> None:
         self.path = Path(path)
         if not (self.path / "config.json").is_file():
-            raise ConfigError(f"{self.path}: not a checkpoint folder (no config.json); pass --model PATH of a "
-                              "saved Qwen3-VL model, or an http(s):// endpoint")
+            raise ConfigError(
+                f"{self.path}: not a checkpoint folder (no config.json); pass --model PATH of a "
+                "saved Qwen3-VL model, or an http(s):// endpoint"
+            )
         try:
             import torch
             from transformers import AutoModelForImageTextToText, AutoProcessor
         except ImportError as exc:
-            raise PrerequisiteError("local inference needs torch and transformers: "
-                                    "pip install 'opensearch-vl[sft]'") from exc
+            raise PrerequisiteError(
+                "local inference needs torch and transformers: pip install 'opensearch-vl[sft]'"
+            ) from exc
         self.sampling = sampling or SamplingConfig()
         self._torch = torch
         if self.sampling.seed is not None:
             torch.manual_seed(self.sampling.seed)
         if device_map == "cpu" or not torch.cuda.is_available():
             device_map = "cpu" if device_map in ("auto", None) else device_map
-        kwargs: dict[str, Any] = {"dtype": dtype if dtype == "auto" else getattr(torch, dtype),
-                                  "device_map": device_map}
+        kwargs: dict[str, Any] = {
+            "dtype": dtype if dtype == "auto" else getattr(torch, dtype),
+            "device_map": device_map,
+        }
         if attn_implementation:
             kwargs["attn_implementation"] = attn_implementation
         self.processor = AutoProcessor.from_pretrained(self.path)
@@ -104,9 +117,14 @@ class TransformersPolicy:
     @property
     def meta(self) -> dict[str, Any]:
         """What the transcript records as its producing policy."""
-        return {"kind": "transformers", "path": str(self.path), "model": self.path.name,
-                "architecture": type(self.model).__name__, "device_map": str(self.device_map),
-                "sampling": self.sampling.request_fields()}
+        return {
+            "kind": "transformers",
+            "path": str(self.path),
+            "model": self.path.name,
+            "architecture": type(self.model).__name__,
+            "device_map": str(self.device_map),
+            "sampling": self.sampling.request_fields(),
+        }
 
     async def __call__(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         """One assistant turn, generated in a worker thread."""
@@ -114,13 +132,19 @@ class TransformersPolicy:
 
     def _generate(self, messages: Sequence[ChatMessage]) -> PolicyOutput:
         torch = self._torch
-        inputs = self.processor.apply_chat_template(to_template_messages(messages), tokenize=True,
-                                                    add_generation_prompt=True, return_dict=True,
-                                                    return_tensors="pt")
+        inputs = self.processor.apply_chat_template(
+            to_template_messages(messages),
+            tokenize=True,
+            add_generation_prompt=True,
+            return_dict=True,
+            return_tensors="pt",
+        )
         prompt_len = int(inputs["input_ids"].shape[-1])
         if self.max_context_tokens is not None and prompt_len + 1 > self.max_context_tokens:
-            raise PolicyError(f"prompt of {prompt_len} tokens exceeds the context of {self.max_context_tokens}",
-                              context_overflow=True)
+            raise PolicyError(
+                f"prompt of {prompt_len} tokens exceeds the context of {self.max_context_tokens}",
+                context_overflow=True,
+            )
         max_new = self.sampling.max_tokens
         if self.max_context_tokens is not None:
             max_new = max(1, min(max_new, self.max_context_tokens - prompt_len))
@@ -144,5 +168,10 @@ class TransformersPolicy:
         stripped = sum(text.count(token) for token in _VISION_TOKENS)
         for token in _VISION_TOKENS:
             text = text.replace(token, "")
-        return PolicyOutput(text=text, prompt_tokens=prompt_len, completion_tokens=int(len(new_tokens)),
-                            finish_reason=finish, info={"stripped_vision_tokens": stripped} if stripped else {})
+        return PolicyOutput(
+            text=text,
+            prompt_tokens=prompt_len,
+            completion_tokens=int(len(new_tokens)),
+            finish_reason=finish,
+            info={"stripped_vision_tokens": stripped} if stripped else {},
+        )

@@ -33,12 +33,21 @@ def _options(pairs: list[str]) -> dict[str, Any]:
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     """The judge flags shared by ``eval run``, ``eval judge`` and ``demo``."""
     group = parser.add_argument_group("judge")
-    group.add_argument("--judge-url", help="OpenAI-compatible judge endpoint (…/v1); omitted: rule-based matching")
+    group.add_argument(
+        "--judge-url", help="OpenAI-compatible judge endpoint (…/v1); omitted: rule-based matching"
+    )
     group.add_argument("--judge-model", default="gpt-4o", help="judge model name (default: gpt-4o)")
-    group.add_argument("--judge-api-key-env", default="OPENAI_API_KEY",
-                       help="environment variable holding the judge's API key")
-    group.add_argument("--judge-fallback", choices=["rule", "unscored"], default="rule",
-                       help="when the judge endpoint is down: rule-based fallback (marked) or unscored")
+    group.add_argument(
+        "--judge-api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the judge's API key",
+    )
+    group.add_argument(
+        "--judge-fallback",
+        choices=["rule", "unscored"],
+        default="rule",
+        help="when the judge endpoint is down: rule-based fallback (marked) or unscored",
+    )
     group.add_argument("--process-judge", action="store_true", help="also score the search process (0-1)")
 
 
@@ -49,7 +58,9 @@ def judge_config_from_args(args: argparse.Namespace):
 
     endpoint = None
     if args.judge_url:
-        endpoint = EndpointConfig(base_url=args.judge_url, model=args.judge_model, api_key_env=args.judge_api_key_env)
+        endpoint = EndpointConfig(
+            base_url=args.judge_url, model=args.judge_model, api_key_env=args.judge_api_key_env
+        )
     return JudgeConfig(endpoint=endpoint, fallback=args.judge_fallback)
 
 
@@ -61,12 +72,26 @@ def _run(args: argparse.Namespace) -> int:
 
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens)
     config = EvalRunConfig(
-        benchmark=args.benchmark, data=args.data, data_options=_options(args.option), model=args.model,
-        model_name=args.model_name, out=args.out, limit=args.limit, concurrency=args.concurrency,
-        max_turns=args.max_turns, tools=[t for t in args.tools.split(",") if t.strip()] if args.tools is not None else None,
-        tool_config=args.tool_config, cache_mode=args.cache, cache_path=args.cache_path, sampling=sampling,
-        judge=judge_config_from_args(args), process_judge=args.process_judge, device_map=args.device_map,
-        seed=args.seed, ray=args.ray, ray_address=args.ray_address,
+        benchmark=args.benchmark,
+        data=args.data,
+        data_options=_options(args.option),
+        model=args.model,
+        model_name=args.model_name,
+        out=args.out,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        max_turns=args.max_turns,
+        tools=[t for t in args.tools.split(",") if t.strip()] if args.tools is not None else None,
+        tool_config=args.tool_config,
+        cache_mode=args.cache,
+        cache_path=args.cache_path,
+        sampling=sampling,
+        judge=judge_config_from_args(args),
+        process_judge=args.process_judge,
+        device_map=args.device_map,
+        seed=args.seed,
+        ray=args.ray,
+        ray_address=args.ray_address,
     )
     summary = run_eval(config, progress=not args.no_progress)
     print(f"{summary.ran} cases run, {summary.skipped} already done; wrote {summary.out}")
@@ -81,8 +106,9 @@ def _run(args: argparse.Namespace) -> int:
 def _judge(args: argparse.Namespace) -> int:
     from opensearch_vl.eval.rejudge import rejudge
 
-    counts = rejudge(args.run_dir, judge_config_from_args(args), process=args.process_judge,
-                     concurrency=args.concurrency)
+    counts = rejudge(
+        args.run_dir, judge_config_from_args(args), process=args.process_judge, concurrency=args.concurrency
+    )
     print(f"re-judged {counts['cases']} cases: {counts['correct']} correct, {counts['unscored']} unscored")
     return 0
 
@@ -129,9 +155,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run (or resume) a benchmark into a run folder")
     run.add_argument("--benchmark", required=True, help="benchmark name (see `opensearch-vl eval list`)")
     run.add_argument("--data", help="benchmark file or folder in its published format (not needed for mini)")
-    run.add_argument("--option", action="append", metavar="KEY=VALUE",
-                     help="loader option, e.g. language=EN (simplevqa), level=2 (browsecomp_vl)")
-    run.add_argument("--model", required=True, help="http(s)://host:port/v1 endpoint, scripted:FILE, or a checkpoint")
+    run.add_argument(
+        "--option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="loader option, e.g. language=EN (simplevqa), level=2 (browsecomp_vl)",
+    )
+    run.add_argument(
+        "--model", required=True, help="http(s)://host:port/v1 endpoint, scripted:FILE, or a checkpoint"
+    )
     run.add_argument("--model-name", help="model name sent to the endpoint")
     run.add_argument("--out", required=True, help="run folder; re-running the same command resumes it")
     run.add_argument("--limit", type=int, help="only the first N cases")
@@ -139,8 +171,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--max-turns", type=int, help="override the benchmark's turn limit")
     run.add_argument("--tools", help="comma-separated tool list overriding the benchmark profile ('' = none)")
     run.add_argument("--tool-config", help="YAML tool-environment config (backends, keys, limits)")
-    run.add_argument("--cache", choices=["off", "read_write", "replay"], default="read_write",
-                     help="tool result cache; replay re-runs reproducibly from a recorded cache")
+    run.add_argument(
+        "--cache",
+        choices=["off", "read_write", "replay"],
+        default="read_write",
+        help="tool result cache; replay re-runs reproducibly from a recorded cache",
+    )
     run.add_argument("--cache-path", help="cache file (default RUN_DIR/tool_cache.sqlite)")
     run.add_argument("--temperature", type=float, default=0.7)
     run.add_argument("--top-p", type=float, default=0.95)
@@ -150,7 +186,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--ray", action="store_true", help="fan out over a Ray cluster")
     run.add_argument("--ray-address", help="Ray cluster address (default: start a local one)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--no-report", action="store_true", help="skip writing report.md and the viewer at the end")
+    run.add_argument(
+        "--no-report", action="store_true", help="skip writing report.md and the viewer at the end"
+    )
     add_judge_arguments(run)
     run.set_defaults(func=_run)
 
@@ -160,7 +198,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_judge_arguments(judge)
     judge.set_defaults(func=_judge)
 
-    report = sub.add_parser("report", help="Pass@1 table and statistics (writes report.md/json and the viewer)")
+    report = sub.add_parser(
+        "report", help="Pass@1 table and statistics (writes report.md/json and the viewer)"
+    )
     report.add_argument("run_dirs", nargs="+")
     report.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     report.add_argument("--no-viewer", action="store_true", help="do not (re)write the HTML viewer")

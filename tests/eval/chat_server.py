@@ -26,11 +26,17 @@ class Reply:
 
 
 def completion_body(text: str, model: str = "scripted-judge") -> str:
-    return json.dumps({
-        "id": "cmpl-1", "object": "chat.completion", "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    })
+    return json.dumps(
+        {
+            "id": "cmpl-1",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    )
 
 
 class ChatServer:
@@ -55,9 +61,13 @@ class ChatServer:
                 reply = server.responder(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                payload = (reply.body if reply.body is not None
-                           else completion_body(reply.text or "") if reply.status == 200
-                           else json.dumps({"error": {"message": "scripted failure"}})).encode()
+                payload = (
+                    reply.body
+                    if reply.body is not None
+                    else completion_body(reply.text or "")
+                    if reply.status == 200
+                    else json.dumps({"error": {"message": "scripted failure"}})
+                ).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

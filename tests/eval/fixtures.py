@@ -13,8 +13,20 @@ def write_bc_vl(folder: Path, n: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", (32, 24), (10, 120, 200)).save(folder / "img.png")
     path = folder / "bc_vl_level1.jsonl"
-    path.write_text("".join(json.dumps({"question": f"Question number {i}?", "image_path": "img.png",
-                                        "answers": [f"ans{i}"], "domain": "test"}) + "\n" for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question": f"Question number {i}?",
+                    "image_path": "img.png",
+                    "answers": [f"ans{i}"],
+                    "domain": "test",
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 

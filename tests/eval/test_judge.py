@@ -4,7 +4,6 @@ import hashlib
 
 import pytest
 from chat_server import ChatServer, Reply
-
 from opensearch_vl.eval.answer_match import extract_final_answer, normalize_answer, rule_match
 from opensearch_vl.eval.chat_client import EndpointConfig
 from opensearch_vl.eval.judge import (
@@ -19,15 +18,21 @@ from opensearch_vl.tools_env.transcript import Action, Step, TaskInfo, Transcrip
 
 
 def _config(server: ChatServer, **kw) -> JudgeConfig:
-    endpoint = EndpointConfig(base_url=server.base_url, model="judge-7b", backoff_s=0.01, max_retries=2,
-                              timeout_s=kw.pop("timeout_s", 5.0))
+    endpoint = EndpointConfig(
+        base_url=server.base_url,
+        model="judge-7b",
+        backoff_s=0.01,
+        max_retries=2,
+        timeout_s=kw.pop("timeout_s", 5.0),
+    )
     return JudgeConfig(endpoint=endpoint, **kw)
 
 
 async def test_verdict_yes_records_identity_prompt_hash_and_raw(chat_server):
     chat_server.replies = [Reply("reasoning: The report names the tower.\ncorrect: yes")]
-    score = await AnswerJudge(_config(chat_server)).judge("Which tower?", ["Eiffel Tower", "Tour Eiffel"],
-                                                          "<response>The Tour Eiffel</response>")
+    score = await AnswerJudge(_config(chat_server)).judge(
+        "Which tower?", ["Eiffel Tower", "Tour Eiffel"], "<response>The Tour Eiffel</response>"
+    )
     assert score.value == 1.0
     assert score.judge_model == "judge-7b"
     assert score.prompt_sha256 == hashlib.sha256(load_prompt("answer_judge").encode()).hexdigest()
@@ -86,8 +91,10 @@ async def test_outage_unscored_when_fallback_disabled():
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    cfg = JudgeConfig(endpoint=EndpointConfig(base_url=f"http://127.0.0.1:{port}/v1", backoff_s=0.01, max_retries=1),
-                      fallback="unscored")
+    cfg = JudgeConfig(
+        endpoint=EndpointConfig(base_url=f"http://127.0.0.1:{port}/v1", backoff_s=0.01, max_retries=1),
+        fallback="unscored",
+    )
     score = await AnswerJudge(cfg).judge("Q", ["Paris"], "Paris")
     assert score.value is None and "connection failed" in score.explanation
 
@@ -113,16 +120,29 @@ async def test_transcript_without_answer_scores_zero_without_calling(chat_server
 
 
 def _tool_step(i, tool, obs, error=False):
-    return Step(index=i, model_text="...", action=Action(kind="tool_call", tool=tool, arguments={"q": f"query {i}"}),
-                observation=obs, error=error, error_category="not_found" if error else None)
+    return Step(
+        index=i,
+        model_text="...",
+        action=Action(kind="tool_call", tool=tool, arguments={"q": f"query {i}"}),
+        observation=obs,
+        error=error,
+        error_category="not_found" if error else None,
+    )
 
 
 async def test_process_judge_scores_pre_fatal_steps_only(chat_server):
     chat_server.replies = [Reply("reasoning: focused queries\nscore: 0.7")]
-    steps = [_tool_step(0, "text_search", "found the tower"), _tool_step(1, "visit", "x" * 1000, error=True),
-             _tool_step(2, "visit", "boom", error=True)]
-    t = Transcript(task=TaskInfo(id="q", question="Which tower?", answers=["Eiffel"]), steps=steps,
-                   fatal_step_index=1, termination="fatal_cascade")
+    steps = [
+        _tool_step(0, "text_search", "found the tower"),
+        _tool_step(1, "visit", "x" * 1000, error=True),
+        _tool_step(2, "visit", "boom", error=True),
+    ]
+    t = Transcript(
+        task=TaskInfo(id="q", question="Which tower?", answers=["Eiffel"]),
+        steps=steps,
+        fatal_step_index=1,
+        termination="fatal_cascade",
+    )
     score = await ProcessJudge(_config(chat_server)).score(t)
     assert score.value == 0.7 and score.metadata["tool_steps"] == 1
     prompt = chat_server.requests[0]["messages"][0]["content"]
@@ -139,17 +159,28 @@ async def test_process_judge_no_tool_steps_is_zero_and_unparseable_is_none(chat_
     assert score.value is None and score.metadata["unparseable"]
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("correct: yes", True), ("Correct: NO.", False), ("**correct**: yes", True), ('"correct": "no"', False),
-    ("reasoning: is correct: no wait\ncorrect: yes", True), ("yes", True), ("maybe", None), ("", None),
-    ("correct: [yes/no]", None),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("correct: yes", True),
+        ("Correct: NO.", False),
+        ("**correct**: yes", True),
+        ('"correct": "no"', False),
+        ("reasoning: is correct: no wait\ncorrect: yes", True),
+        ("yes", True),
+        ("maybe", None),
+        ("", None),
+        ("correct: [yes/no]", None),
+    ],
+)
 def test_parse_verdict(raw, expected):
     assert parse_verdict(raw) is expected
 
 
-@pytest.mark.parametrize("raw,expected", [("score: 0.5", 0.5), ("Score: 1.7", 1.0), ("score: -2", 0.0),
-                                          ("**score:** .3", 0.3), ("nothing", None)])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [("score: 0.5", 0.5), ("Score: 1.7", 1.0), ("score: -2", 0.0), ("**score:** .3", 0.3), ("nothing", None)],
+)
 def test_parse_process_score(raw, expected):
     assert parse_process_score(raw) == expected
 

@@ -6,24 +6,26 @@ import time
 
 import pytest
 from chat_server import ChatServer, Reply
-from PIL import Image
-
 from opensearch_vl.eval.chat_client import EndpointConfig
 from opensearch_vl.eval.policies import make_policy
 from opensearch_vl.eval.policies.openai_compat import OpenAICompatPolicy, SamplingConfig
 from opensearch_vl.tools_env import ScriptedPolicy, Task, ToolEnvironment, run_episode
 from opensearch_vl.tools_env.policy import ChatMessage, ImagePart, PolicyError, TextPart
+from PIL import Image
 
 
 def _messages():
-    return [ChatMessage("system", (TextPart("sys"),)),
-            ChatMessage("user", (ImagePart("img_1", Image.new("RGB", (8, 6), (255, 0, 0))), TextPart("What?")))]
+    return [
+        ChatMessage("system", (TextPart("sys"),)),
+        ChatMessage("user", (ImagePart("img_1", Image.new("RGB", (8, 6), (255, 0, 0))), TextPart("What?"))),
+    ]
 
 
 async def test_images_are_data_uris_and_sampling_is_sent(chat_server):
     chat_server.replies = [Reply("<think>x</think><response>red</response>")]
-    policy = OpenAICompatPolicy(EndpointConfig(base_url=chat_server.base_url, model="m8b"),
-                                SamplingConfig(top_k=20, max_tokens=64))
+    policy = OpenAICompatPolicy(
+        EndpointConfig(base_url=chat_server.base_url, model="m8b"), SamplingConfig(top_k=20, max_tokens=64)
+    )
     out = await policy(_messages())
     assert out.text.endswith("<response>red</response>") and out.completion_tokens == 5
     body = chat_server.requests[0]
@@ -31,21 +33,27 @@ async def test_images_are_data_uris_and_sampling_is_sent(chat_server):
     assert body["top_k"] == 20 and body["max_tokens"] == 64
     assert body["messages"][0] == {"role": "system", "content": "sys"}
     parts = body["messages"][1]["content"]
-    assert parts[0]["type"] == "image_url" and parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert parts[0]["type"] == "image_url" and parts[0]["image_url"]["url"].startswith(
+        "data:image/png;base64,"
+    )
     assert parts[1] == {"type": "text", "text": "What?"}
 
 
 async def test_errors_become_policy_errors(chat_server):
-    chat_server.replies = [Reply(status=400, body='{"error": {"message": "This model\'s maximum context length '
-                                                  'is 32768 tokens"}}')]
+    chat_server.replies = [
+        Reply(
+            status=400, body='{"error": {"message": "This model\'s maximum context length is 32768 tokens"}}'
+        )
+    ]
     policy = OpenAICompatPolicy(EndpointConfig(base_url=chat_server.base_url, backoff_s=0.01))
     with pytest.raises(PolicyError) as info:
         await policy(_messages())
     assert info.value.context_overflow
     chat_server.replies = [Reply(status=502)]
     with pytest.raises(PolicyError, match="gave up after 3 attempts"):
-        await OpenAICompatPolicy(EndpointConfig(base_url=chat_server.base_url, backoff_s=0.01, max_retries=2))(
-            _messages())
+        await OpenAICompatPolicy(
+            EndpointConfig(base_url=chat_server.base_url, backoff_s=0.01, max_retries=2)
+        )(_messages())
 
 
 async def test_concurrency_limit_is_respected():
@@ -98,7 +106,9 @@ async def test_transformers_policy_runs_an_episode_on_cpu(tiny_model):
     greedy = TransformersPolicy(tiny_model, SamplingConfig(temperature=0, max_tokens=8), device_map="cpu")
     msgs = [ChatMessage("user", (TextPart("hello"),))]
     assert (await greedy(msgs)).text == (await greedy(msgs)).text
-    small = TransformersPolicy(tiny_model, SamplingConfig(max_tokens=8), device_map="cpu", max_context_tokens=10)
+    small = TransformersPolicy(
+        tiny_model, SamplingConfig(max_tokens=8), device_map="cpu", max_context_tokens=10
+    )
     with pytest.raises(PolicyError) as info:
         await small(msgs)
     assert info.value.context_overflow

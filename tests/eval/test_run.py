@@ -10,9 +10,6 @@ import time
 import pytest
 from chat_server import ChatServer, Reply
 from fixtures import answering_responder, write_bc_vl
-
-from opensearch_vl.cli.main import main
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.eval.chat_client import EndpointConfig
 from opensearch_vl.eval.judge import JudgeConfig
 from opensearch_vl.eval.rejudge import rejudge
@@ -20,21 +17,44 @@ from opensearch_vl.eval.run import EvalRunConfig, run_eval
 from opensearch_vl.eval.run_log import RunLog
 from opensearch_vl.tools_env.transcript import Transcript
 
+from opensearch_vl.cli.main import main
+from opensearch_vl.errors import ConfigError
+
 
 def _script(tmp_path, n):
     path = tmp_path / "script.jsonl"
-    path.write_text("".join(json.dumps({"id": f"l1-{i}", "turns": [
-        f"<think>t</think><response>{'wrong' if i % 3 == 0 else f'ans{i}'}</response>"]}) + "\n" for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"l1-{i}",
+                    "turns": [f"<think>t</think><response>{'wrong' if i % 3 == 0 else f'ans{i}'}</response>"],
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
 def _config(tmp_path, model, out="run", **kw):
-    return EvalRunConfig(benchmark="browsecomp_vl", data=str(tmp_path / "bc" / "bc_vl_level1.jsonl"), model=model,
-                         out=str(tmp_path / out), tools=[], cache_mode="off", **kw)
+    return EvalRunConfig(
+        benchmark="browsecomp_vl",
+        data=str(tmp_path / "bc" / "bc_vl_level1.jsonl"),
+        model=model,
+        out=str(tmp_path / out),
+        tools=[],
+        cache_mode="off",
+        **kw,
+    )
 
 
 def _outcome(run_dir):
-    return {t.task.id: (t.final_answer, t.termination, t.scores["answer"].value) for t in RunLog(run_dir).transcripts()}
+    return {
+        t.task.id: (t.final_answer, t.termination, t.scores["answer"].value)
+        for t in RunLog(run_dir).transcripts()
+    }
 
 
 def test_run_writes_header_and_cases_then_resume_skips(tmp_path):
@@ -60,10 +80,29 @@ def test_kill_at_any_moment_loses_nothing_and_resume_matches_a_clean_run(tmp_pat
     n = 24
     write_bc_vl(tmp_path / "bc", n)
     with ChatServer(answering_responder(delay_s=0.15)) as server:
-        cmd = [sys.executable, "-m", "opensearch_vl.cli.main", "eval", "run", "--benchmark", "browsecomp_vl",
-               "--data", str(tmp_path / "bc" / "bc_vl_level1.jsonl"), "--model", server.base_url,
-               "--out", str(tmp_path / "killed"), "--tools", "", "--cache", "off", "--concurrency", "2",
-               "--no-progress", "--no-report"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "opensearch_vl.cli.main",
+            "eval",
+            "run",
+            "--benchmark",
+            "browsecomp_vl",
+            "--data",
+            str(tmp_path / "bc" / "bc_vl_level1.jsonl"),
+            "--model",
+            server.base_url,
+            "--out",
+            str(tmp_path / "killed"),
+            "--tools",
+            "",
+            "--cache",
+            "off",
+            "--concurrency",
+            "2",
+            "--no-progress",
+            "--no-report",
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         log = RunLog(tmp_path / "killed")
         deadline = time.time() + 60
@@ -78,8 +117,12 @@ def test_kill_at_any_moment_loses_nothing_and_resume_matches_a_clean_run(tmp_pat
         assert log.read_header().status == "started"
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        clean = subprocess.run([*cmd[:cmd.index("--out") + 1], str(tmp_path / "clean"),
-                                *cmd[cmd.index("--out") + 2:]], capture_output=True, text=True, timeout=120)
+        clean = subprocess.run(
+            [*cmd[: cmd.index("--out") + 1], str(tmp_path / "clean"), *cmd[cmd.index("--out") + 2 :]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert clean.returncode == 0, clean.stderr
     after = {p.name: p.read_bytes() for p in log.case_files()}
     assert len(after) == n
@@ -106,10 +149,34 @@ def test_cli_run_report_and_judge(tmp_path, capsys, chat_server):
     write_bc_vl(tmp_path / "bc", 3)
     script = _script(tmp_path, 3)
     out = tmp_path / "cli"
-    assert main(["eval", "run", "--benchmark", "browsecomp_vl", "--data", str(tmp_path / "bc"), "--model",
-                 f"scripted:{script}", "--out", str(out), "--tools", "", "--cache", "off", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "run",
+                "--benchmark",
+                "browsecomp_vl",
+                "--data",
+                str(tmp_path / "bc"),
+                "--model",
+                f"scripted:{script}",
+                "--out",
+                str(out),
+                "--tools",
+                "",
+                "--cache",
+                "off",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
-    assert "| browsecomp_vl |" in printed and (out / "report.md").is_file() and (out / "viewer" / "index.html").is_file()
+    assert (
+        "| browsecomp_vl |" in printed
+        and (out / "report.md").is_file()
+        and (out / "viewer" / "index.html").is_file()
+    )
     chat_server.replies = [Reply("correct: no")]
     assert main(["eval", "judge", str(out), "--judge-url", chat_server.base_url, "--judge-model", "j"]) == 0
     assert main(["eval", "report", str(out), "--json", "--no-viewer"]) == 0

@@ -40,8 +40,16 @@ def street_scene(out):
 def receipt(out):
     image = Image.new("RGB", (260, 360), (250, 250, 245))
     d = ImageDraw.Draw(image)
-    lines = [("HARBOR CAFE", 26), ("The Quay, Veldmark", 14), ("", 10), ("ESPRESSO      3.20", 18),
-             ("CHEESE SCONE  2.80", 18), ("", 10), ("TOTAL         6.00", 20), ("THANK YOU", 16)]
+    lines = [
+        ("HARBOR CAFE", 26),
+        ("The Quay, Veldmark", 14),
+        ("", 10),
+        ("ESPRESSO      3.20", 18),
+        ("CHEESE SCONE  2.80", 18),
+        ("", 10),
+        ("TOTAL         6.00", 20),
+        ("THANK YOU", 16),
+    ]
     y = 20
     for text, size in lines:
         d.text((20, y), text, fill=(20, 20, 20), font=font(size))
@@ -62,24 +70,62 @@ def chart(out):
 
 
 CASES = [
-    ("mini-lighthouse", "lighthouse.png", "In what year was the lighthouse in this picture first lit?", ["1871"],
-     "image_search identifies Kestrel Point Lighthouse; text_search gives the year"),
-    ("mini-clock", "clock_tower.png", "Which foundry built the clock of the tower in the image?",
-     ["Halden foundry", "Halden"], "image_search -> Orrin Clock Tower -> text_search"),
-    ("mini-street-sign", "street.png",
-     "In which year did the town council adopt the style of the street sign shown in the picture?", ["1964"],
-     "crop the sign, layout_parsing reads MAPLE AVENUE, text_search the sign style"),
-    ("mini-receipt", "receipt.png", "In what year did the place that issued this receipt open?", ["1998"],
-     "layout_parsing reads HARBOR CAFE; text_search gives the opening year"),
-    ("mini-chart", "chart.png",
-     "How many passengers did the company named in this chart carry in its busiest quarter of that year?",
-     ["140,000", "140000", "140 thousand"], "layout_parsing reads the company; text_search gives the figures"),
-    ("mini-bridge", "bridge.png", "How long is the arch span of the bridge in the image?",
-     ["38 metres", "38 m", "38 meters"], "image_search -> Silverfen Bridge -> text_search"),
-    ("mini-mural", "mural.png", "Who painted the mural shown in this image?", ["Lio Marsh"],
-     "image_search -> Blue Heron Mural -> visit the page"),
-    ("mini-peak", "peak.png", "Who made the first recorded ascent of the mountain in the image?", ["Ada Brenn"],
-     "image_search -> Tallow Peak -> text_search"),
+    (
+        "mini-lighthouse",
+        "lighthouse.png",
+        "In what year was the lighthouse in this picture first lit?",
+        ["1871"],
+        "image_search identifies Kestrel Point Lighthouse; text_search gives the year",
+    ),
+    (
+        "mini-clock",
+        "clock_tower.png",
+        "Which foundry built the clock of the tower in the image?",
+        ["Halden foundry", "Halden"],
+        "image_search -> Orrin Clock Tower -> text_search",
+    ),
+    (
+        "mini-street-sign",
+        "street.png",
+        "In which year did the town council adopt the style of the street sign shown in the picture?",
+        ["1964"],
+        "crop the sign, layout_parsing reads MAPLE AVENUE, text_search the sign style",
+    ),
+    (
+        "mini-receipt",
+        "receipt.png",
+        "In what year did the place that issued this receipt open?",
+        ["1998"],
+        "layout_parsing reads HARBOR CAFE; text_search gives the opening year",
+    ),
+    (
+        "mini-chart",
+        "chart.png",
+        "How many passengers did the company named in this chart carry in its busiest quarter of that year?",
+        ["140,000", "140000", "140 thousand"],
+        "layout_parsing reads the company; text_search gives the figures",
+    ),
+    (
+        "mini-bridge",
+        "bridge.png",
+        "How long is the arch span of the bridge in the image?",
+        ["38 metres", "38 m", "38 meters"],
+        "image_search -> Silverfen Bridge -> text_search",
+    ),
+    (
+        "mini-mural",
+        "mural.png",
+        "Who painted the mural shown in this image?",
+        ["Lio Marsh"],
+        "image_search -> Blue Heron Mural -> visit the page",
+    ),
+    (
+        "mini-peak",
+        "peak.png",
+        "Who made the first recorded ascent of the mountain in the image?",
+        ["Ada Brenn"],
+        "image_search -> Tallow Peak -> text_search",
+    ),
 ]
 
 
@@ -94,8 +140,12 @@ def main():
     chart("chart.png")
     with (HERE / "mini.jsonl").open("w") as fh:
         for case_id, image, question, answers, notes in CASES:
-            fh.write(json.dumps({"id": case_id, "question": question, "image": image, "answers": answers,
-                                 "notes": notes}) + "\n")
+            fh.write(
+                json.dumps(
+                    {"id": case_id, "question": question, "image": image, "answers": answers, "notes": notes}
+                )
+                + "\n"
+            )
 
 
 if __name__ == "__main__":
