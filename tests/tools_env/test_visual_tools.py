@@ -102,8 +102,8 @@ async def test_sharpen_is_unsharp_mask_and_deterministic():
     first = await tool.run({"image": "img_1", "amount": 1.5}, store)
     second = await tool.run({"image": "img_1", "amount": 1.5}, store)
     assert np.array_equal(np.asarray(first.images[0]), np.asarray(second.images[0]))
-    bgr = np.asarray(image)[:, :, ::-1]
-    expected = cv2.addWeighted(bgr, 2.5, cv2.GaussianBlur(bgr, (0, 0), 3), -1.5, 0)[:, :, ::-1]
+    rgb = np.asarray(image)
+    expected = cv2.addWeighted(rgb, 2.5, cv2.GaussianBlur(rgb, (0, 0), 3), -1.5, 0)
     assert np.array_equal(np.asarray(first.images[0]), expected)
     assert "amount 1.5" in first.text
 

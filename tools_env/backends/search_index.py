@@ -202,13 +202,23 @@ class CorpusIndex:
         expression = _match_expression(query)
         if expression is None:
             return []
-        rows = self._query(
-            "SELECT d.url, d.title, coalesce(nullif(snippet(docs_fts, 1, '', '', ' … ', ?), ''), substr(d.text, 1, 300)), "
-            f"bm25(docs_fts, {_TITLE_WEIGHT}, {_TEXT_WEIGHT}) AS score "
-            "FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid WHERE docs_fts MATCH ? ORDER BY score LIMIT ?",
-            (max(1, min(snippet_tokens, 64)), expression, int(top_k)),
+        # Rank first, then make snippets for the k winners only (a snippet costs a re-tokenization of the doc).
+        ranked = self._query(
+            f"SELECT rowid, bm25(docs_fts, {_TITLE_WEIGHT}, {_TEXT_WEIGHT}) AS score FROM docs_fts "
+            "WHERE docs_fts MATCH ? ORDER BY score LIMIT ?",
+            (expression, int(top_k)),
         )
-        return [SearchHit(url, title, snippet, float(score)) for url, title, snippet, score in rows]
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        rows = self._query(
+            "SELECT d.id, d.url, d.title, coalesce(nullif(snippet(docs_fts, 1, '', '', ' … ', ?), ''), "
+            f"substr(d.text, 1, 300)) FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
+            f"WHERE docs_fts MATCH ? AND docs_fts.rowid IN ({marks})",
+            (max(1, min(snippet_tokens, 64)), expression, *[rowid for rowid, _ in ranked]),
+        )
+        by_id = {row[0]: row[1:] for row in rows}
+        return [SearchHit(*by_id[rowid], float(score)) for rowid, score in ranked if rowid in by_id]
 
     def page(self, url: str) -> CorpusPage | None:
         """The stored document whose URL matches ``url`` (see :func:`normalize_url`), or ``None``."""

@@ -89,12 +89,13 @@ PERSPECTIVE_CORRECT = ToolSpec(
 )
 
 
-def _bgr(image: Image.Image) -> np.ndarray:
-    return np.asarray(image)[:, :, ::-1]
+def _rgb(image: Image.Image) -> np.ndarray:
+    # Blur, resize and warp treat channels alike, so the arrays stay RGB (no BGR flips: they cost copies).
+    return np.asarray(image)
 
 
-def _pil(bgr: np.ndarray) -> Image.Image:
-    return Image.fromarray(np.ascontiguousarray(bgr[:, :, ::-1]))
+def _pil(rgb: np.ndarray) -> Image.Image:
+    return Image.fromarray(rgb)
 
 
 def crop_image(arguments: dict[str, Any], store: ImageStore) -> ToolResult:
@@ -119,12 +120,12 @@ def crop_image(arguments: dict[str, Any], store: ImageStore) -> ToolResult:
                       info={"box": list(box), "clamped": clamped})
 
 
-def unsharp_mask(bgr: np.ndarray, amount: float, sigma: float) -> np.ndarray:
-    """``(1 + amount) * img - amount * GaussianBlur(img, sigma)``, saturated to uint8."""
+def unsharp_mask(pixels: np.ndarray, amount: float, sigma: float) -> np.ndarray:
+    """``(1 + amount) * img - amount * GaussianBlur(img, sigma)``, saturated to uint8 (any channel order)."""
     import cv2
 
-    blurred = cv2.GaussianBlur(bgr, (0, 0), sigmaX=sigma)
-    return cv2.addWeighted(bgr, 1.0 + amount, blurred, -amount, 0)
+    blurred = cv2.GaussianBlur(pixels, (0, 0), sigmaX=sigma)
+    return cv2.addWeighted(pixels, 1.0 + amount, blurred, -amount, 0)
 
 
 def sharpen_image(arguments: dict[str, Any], store: ImageStore) -> ToolResult:
@@ -133,7 +134,7 @@ def sharpen_image(arguments: dict[str, Any], store: ImageStore) -> ToolResult:
     amount = float(arguments.get("amount", 1.5))
     if not 0 <= amount <= 10:
         raise ToolError("bad_arguments", f"sharpen: amount must be between 0 and 10, got {amount}")
-    out = unsharp_mask(_bgr(store.get(ref)), amount, 3.0)
+    out = unsharp_mask(_rgb(store.get(ref)), amount, 3.0)
     return ToolResult(text=f"Sharpened {ref} with an unsharp mask (amount {amount:g}, blur sigma 3).",
                       images=[_pil(out)], info={"amount": amount, "sigma": 3.0})
 
@@ -174,12 +175,13 @@ class SuperResolver:
             raise ToolError("bad_arguments", f"super_resolution: {ref} is {image.width}x{image.height}; x{scale} "
                                              f"would give {out_pixels} pixels, over the limit of "
                                              f"{self.settings.max_output_pixels}; crop the region of interest first")
-        bgr = _bgr(image)
+        rgb = _rgb(image)
         if self._model is not None and scale == self.settings.model_scale:
-            out = self._model.upsample(np.ascontiguousarray(bgr))
+            out = self._model.upsample(np.ascontiguousarray(rgb[:, :, ::-1]))[:, :, ::-1]  # models expect BGR
+            out = np.ascontiguousarray(out)
             method, kind = f"learned model {self.settings.model_name.upper()} x{scale}", "learned"
         else:
-            upscaled = cv2.resize(bgr, (image.width * scale, image.height * scale), interpolation=cv2.INTER_LANCZOS4)
+            upscaled = cv2.resize(rgb, (image.width * scale, image.height * scale), interpolation=cv2.INTER_LANCZOS4)
             out = unsharp_mask(upscaled, 0.5, 1.0)
             kind = "classical"
             method = "classical Lanczos upscaling with edge enhancement (no learned model"
@@ -197,11 +199,11 @@ def _order_corners(points: np.ndarray) -> np.ndarray:
                      points[np.argmax(diffs)]], dtype=np.float32)
 
 
-def find_quadrilateral(bgr: np.ndarray, min_area_fraction: float = 0.1) -> np.ndarray | None:
+def find_quadrilateral(rgb: np.ndarray, min_area_fraction: float = 0.1) -> np.ndarray | None:
     """Corners (tl, tr, br, bl) of the largest convex 4-sided contour covering enough of the image, or ``None``."""
     import cv2
 
-    gray = cv2.cvtColor(bgr, cv2.COLOR_BGR2GRAY)
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
     edges = cv2.Canny(cv2.GaussianBlur(gray, (5, 5), 0), 75, 200)
     edges = cv2.dilate(edges, np.ones((3, 3), np.uint8))
     contours, _ = cv2.findContours(edges, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
@@ -219,8 +221,8 @@ def correct_perspective(arguments: dict[str, Any], store: ImageStore) -> ToolRes
 
     ref = arguments["image"]
     image = store.get(ref)
-    bgr = _bgr(image)
-    corners = find_quadrilateral(bgr)
+    rgb = _rgb(image)
+    corners = find_quadrilateral(rgb)
     if corners is None:
         return ToolResult(
             text=f"No document-like quadrilateral was found in {ref}, so no corrected image was made; {ref} is "
@@ -231,7 +233,7 @@ def correct_perspective(arguments: dict[str, Any], store: ImageStore) -> ToolRes
     width = int(round(max(np.linalg.norm(br - bl), np.linalg.norm(tr - tl))))
     height = int(round(max(np.linalg.norm(tr - br), np.linalg.norm(tl - bl))))
     target = np.array([[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]], dtype=np.float32)
-    warped = cv2.warpPerspective(bgr, cv2.getPerspectiveTransform(corners, target), (width, height),
+    warped = cv2.warpPerspective(rgb, cv2.getPerspectiveTransform(corners, target), (width, height),
                                  flags=cv2.INTER_CUBIC)
     points = ", ".join(f"({int(px)}, {int(py)})" for px, py in corners)
     return ToolResult(text=f"Perspective-corrected {ref}: warped the quadrilateral with corners {points} "
