@@ -25,10 +25,19 @@ class FakeSerper:
 
     def call(self, request):
         q = request["q"]
-        return {"searchParameters": request, "organic": [
-            {"title": f"{q} result {i}", "link": f"https://example.org/{q}/{i}",
-             "snippet": f"A snippet of about two hundred characters describing result {i} for {q}. " * 3,
-             "position": i} for i in range(1, 11)]}
+        return {
+            "searchParameters": request,
+            "organic": [
+                {
+                    "title": f"{q} result {i}",
+                    "link": f"https://example.org/{q}/{i}",
+                    "snippet": f"A snippet of about two hundred characters describing result {i} for {q}. "
+                    * 3,
+                    "position": i,
+                }
+                for i in range(1, 11)
+            ],
+        }
 
 
 def percentile(values, q):
@@ -48,7 +57,9 @@ def main(entries: int, lookups: int) -> None:
 
     replay = ResultCache(path, mode="replay").wrap(service, tool="text_search")
     rng = random.Random(0)
-    requests = [{"q": f"query {rng.randrange(entries)}", "hl": "en", "gl": "us", "num": 10} for _ in range(lookups)]
+    requests = [
+        {"q": f"query {rng.randrange(entries)}", "hl": "en", "gl": "us", "num": 10} for _ in range(lookups)
+    ]
     for request in requests[:200]:  # warm the page cache
         replay.call(request)
     hit_times, direct_times = [], []
@@ -62,11 +73,19 @@ def main(entries: int, lookups: int) -> None:
     stats = replay.cache.stats()
     p50, p99 = percentile(hit_times, 0.5) * 1e3, percentile(hit_times, 0.99) * 1e3
     direct = statistics.median(direct_times) * 1e3
-    print(f"recorded {entries} entries in {record_s:.2f}s ({record_s / entries * 1e3:.3f} ms per write); "
-          f"file {path.stat().st_size / 1e6:.1f} MB")
-    print(f"replay hit latency: p50 {p50:.3f} ms, p99 {p99:.3f} ms, mean {statistics.mean(hit_times) * 1e3:.3f} ms "
-          f"over {lookups} hits (goal < 1 ms): {'OK' if p50 < 1 else 'MISSED'}")
-    print(f"direct in-process call (building the same response): p50 {direct:.3f} ms; hit/direct = {p50 / direct:.2f}x")
+    print(
+        f"recorded {entries} entries in {record_s:.2f}s ({record_s / entries * 1e3:.3f} ms per write); "
+        f"file {path.stat().st_size / 1e6:.1f} MB"
+    )
+    print(
+        f"replay hit latency: p50 {p50:.3f} ms, p99 {p99:.3f} ms, "
+        f"mean {statistics.mean(hit_times) * 1e3:.3f} ms "
+        f"over {lookups} hits (goal < 1 ms): {'OK' if p50 < 1 else 'MISSED'}"
+    )
+    print(
+        f"direct in-process call (building the same response): p50 {direct:.3f} ms; "
+        f"hit/direct = {p50 / direct:.2f}x"
+    )
     print(f"stats: hits={stats.hits} misses={stats.misses} entries={stats.entries}")
 
 

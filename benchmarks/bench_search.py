@@ -31,8 +31,16 @@ def make_corpus(path: Path, docs: int, rng: random.Random) -> list[str]:
     with path.open("w", encoding="utf-8") as fh:
         for i in range(docs):
             words = rng.choices(vocabulary, weights, k=60)
-            fh.write(json.dumps({"url": f"https://synthetic.example/{i}", "title": " ".join(words[:5]),
-                                 "text": " ".join(words[5:])}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "url": f"https://synthetic.example/{i}",
+                        "title": " ".join(words[:5]),
+                        "text": " ".join(words[5:]),
+                    }
+                )
+                + "\n"
+            )
     return vocabulary
 
 
@@ -56,14 +64,18 @@ def main(docs: int, queries: int) -> None:
         ours.append(time.perf_counter() - start)
         expression = " OR ".join(q.split())
         start = time.perf_counter()
-        raw.execute("SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rank LIMIT 10", (expression,)).fetchall()
+        raw.execute(
+            "SELECT rowid FROM docs_fts WHERE docs_fts MATCH ? ORDER BY rank LIMIT 10", (expression,)
+        ).fetchall()
         bare.append(time.perf_counter() - start)
         assert len(hits) <= 10
     p50, p95 = percentile(ours, 0.5) * 1e3, percentile(ours, 0.95) * 1e3
     b50 = percentile(bare, 0.5) * 1e3
     print(f"{docs} docs: build {build_s:.1f}s, index {index_path.stat().st_size / 1e6:.0f} MB")
-    print(f"CorpusIndex.search top-10: p50 {p50:.2f} ms, p95 {p95:.2f} ms (goal p50 < 5 ms): "
-          f"{'OK' if p50 < 5 else 'MISSED'}")
+    print(
+        f"CorpusIndex.search top-10: p50 {p50:.2f} ms, p95 {p95:.2f} ms (goal p50 < 5 ms): "
+        f"{'OK' if p50 < 5 else 'MISSED'}"
+    )
     print(f"bare FTS5 MATCH baseline: p50 {b50:.2f} ms; ours/bare = {p50 / b50:.2f}x")
 
 

@@ -2,7 +2,7 @@
 
 Three timings per tool and size (best of N interleaved runs, which is robust on a shared, loaded machine):
   raw   the same OpenCV/PIL calls the tool makes, on an array/image already in memory (the baseline);
-  tool  ``await tool.run(args, store)``: FunctionTool -> worker thread -> PIL<->numpy -> op (goal <= 1.3x raw);
+  tool  ``await tool.run(args, store)``: FunctionTool -> thread -> PIL<->numpy -> op (goal <= 1.3x raw);
   env   ``ToolEnvironment.execute``: + argument validation + storing the new image (canonical PNG + SHA-256).
 
 Run: python benchmarks/bench_visual_tools.py [--repeat 7]
@@ -16,13 +16,12 @@ import time
 
 import cv2
 import numpy as np
-from PIL import Image
-
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.environment import ToolEnvironment
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import tool_factory
 from opensearch_vl.tools_env.tools.visual import find_quadrilateral, unsharp_mask
+from PIL import Image
 
 
 def warp_largest_quad(pixels: np.ndarray) -> np.ndarray:
@@ -30,16 +29,26 @@ def warp_largest_quad(pixels: np.ndarray) -> np.ndarray:
     width = int(round(max(np.linalg.norm(br - bl), np.linalg.norm(tr - tl))))
     height = int(round(max(np.linalg.norm(tr - br), np.linalg.norm(tl - bl))))
     target = np.float32([[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]])
-    return cv2.warpPerspective(pixels, cv2.getPerspectiveTransform(corners, target), (width, height),
-                               flags=cv2.INTER_CUBIC)
+    return cv2.warpPerspective(
+        pixels, cv2.getPerspectiveTransform(corners, target), (width, height), flags=cv2.INTER_CUBIC
+    )
 
 
 def test_image(size: int) -> Image.Image:
     rng = np.random.default_rng(0)
-    base = cv2.resize(rng.integers(0, 90, (size // 16, size // 16, 3), dtype=np.uint8), (size, size),
-                      interpolation=cv2.INTER_CUBIC)
-    page = np.int32([[size * 0.2, size * 0.15], [size * 0.8, size * 0.2], [size * 0.75, size * 0.85],
-                     [size * 0.25, size * 0.8]])
+    base = cv2.resize(
+        rng.integers(0, 90, (size // 16, size // 16, 3), dtype=np.uint8),
+        (size, size),
+        interpolation=cv2.INTER_CUBIC,
+    )
+    page = np.int32(
+        [
+            [size * 0.2, size * 0.15],
+            [size * 0.8, size * 0.2],
+            [size * 0.75, size * 0.85],
+            [size * 0.25, size * 0.8],
+        ]
+    )
     cv2.fillPoly(base, [page], (250, 250, 250))  # a tilted page, so perspective_correct has work to do
     return Image.fromarray(base)
 
@@ -51,7 +60,8 @@ def raw_ops(image: Image.Image):
         "crop": lambda: image.crop((size // 4, size // 4, 3 * size // 4, 3 * size // 4)),
         "sharpen": lambda: unsharp_mask(bgr, 1.5, 3.0),
         "super_resolution": lambda: unsharp_mask(
-            cv2.resize(bgr, (size * 2, size * 2), interpolation=cv2.INTER_LANCZOS4), 0.5, 1.0),
+            cv2.resize(bgr, (size * 2, size * 2), interpolation=cv2.INTER_LANCZOS4), 0.5, 1.0
+        ),
         "perspective_correct": lambda: warp_largest_quad(bgr),
     }
 
@@ -69,8 +79,10 @@ async def main(repeat: int) -> None:
     names = ["crop", "sharpen", "super_resolution", "perspective_correct"]
     env = ToolEnvironment(config.model_copy(update={"tools": names}))
     tools = {n: tool_factory(n)(config, None) for n in names}
-    print(f"{'tool':<20}{'size':>6}{'raw ms':>10}{'tool ms':>10}{'tool/raw':>10}{'overhead ms':>12}"
-          f"{'env ms':>10}{'env/raw':>10}")
+    print(
+        f"{'tool':<20}{'size':>6}{'raw ms':>10}{'tool ms':>10}{'tool/raw':>10}{'overhead ms':>12}"
+        f"{'env ms':>10}{'env/raw':>10}"
+    )
     for size in (1024, 2048):
         image = test_image(size)
         store = ImageStore()
@@ -93,8 +105,10 @@ async def main(repeat: int) -> None:
                 env_times.append(time.perf_counter() - start)
                 assert not outcome.error, outcome.text
             raw, tool_t, env_t = min(raw_times), min(tool_times), min(env_times)
-            print(f"{name:<20}{size:>6}{raw * 1e3:>10.2f}{tool_t * 1e3:>10.2f}{tool_t / raw:>9.2f}x"
-                  f"{(tool_t - raw) * 1e3:>12.2f}{env_t * 1e3:>10.2f}{env_t / raw:>9.2f}x")
+            print(
+                f"{name:<20}{size:>6}{raw * 1e3:>10.2f}{tool_t * 1e3:>10.2f}{tool_t / raw:>9.2f}x"
+                f"{(tool_t - raw) * 1e3:>12.2f}{env_t * 1e3:>10.2f}{env_t / raw:>9.2f}x"
+            )
     await env.aclose()
     print("env adds validation and storing the produced image (canonical PNG encode + SHA-256) to tool.")
 

@@ -1,7 +1,7 @@
 """Record/replay cache of every external call (search, visit, lens, OCR endpoint, summarizer).
 
 The cache is a *wrapper* around a backend: anything with a ``name`` and a ``call(request) -> dict`` method
-(:class:`Service`) can be wrapped with :meth:`ResultCache.wrap`, and the wrapped object has the same interface.
+(:class:`Service`) can be wrapped with :meth:`ResultCache.wrap`; the wrapped object has the same interface.
 Tools never test whether caching is on.
 
 The key is the SHA-256 of the canonical JSON of ``(tool, backend, request)``, where bytes in the request
@@ -39,10 +39,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from opensearch_vl.errors import BackendError, ConfigError, ReplayMissError
 from opensearch_vl.tools_env.backends.retry import TransientBackendError
 
-__all__ = ["ResultCache", "CacheStats", "CachedService", "Service", "canonical_key", "CacheMode", "file_summary"]
+from opensearch_vl.errors import BackendError, ConfigError, ReplayMissError
+
+__all__ = [
+    "ResultCache",
+    "CacheStats",
+    "CachedService",
+    "Service",
+    "canonical_key",
+    "CacheMode",
+    "file_summary",
+]
 
 CacheMode = Literal["read_write", "replay"]
 _SCHEMA = """
@@ -66,7 +75,7 @@ _FLUSH_EVERY = 200
 
 
 class Service(Protocol):
-    """An external backend: ``call`` takes a JSON-able request (bytes allowed) and returns a JSON-able dict."""
+    """An external backend: ``call`` maps a JSON-able request (bytes allowed) to a JSON-able dict."""
 
     name: str
 
@@ -114,9 +123,13 @@ class ResultCache:
         busy_timeout_ms: how long to wait for another writer's lock.
     """
 
-    def __init__(self, path: str | Path, mode: CacheMode = "read_write", *, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(
+        self, path: str | Path, mode: CacheMode = "read_write", *, busy_timeout_ms: int = 30_000
+    ) -> None:
         if mode not in ("read_write", "replay"):
-            raise ConfigError(f"cache mode {mode!r} is not valid here; use read_write or replay (off = no cache)")
+            raise ConfigError(
+                f"cache mode {mode!r} is not valid here; use read_write or replay (off = no cache)"
+            )
         self.path = Path(path)
         self.mode: CacheMode = mode
         self.busy_timeout_ms = busy_timeout_ms
@@ -126,13 +139,15 @@ class ResultCache:
         self._pending: dict[tuple[str, str], list[int]] = {}
         self._connections: list[sqlite3.Connection] = []
         if mode == "replay" and not self.path.is_file():
-            raise ConfigError(f"replay cache {self.path} does not exist; record it first with cache.mode: read_write")
+            raise ConfigError(
+                f"replay cache {self.path} does not exist; record it first with cache.mode: read_write"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._connect()
 
     @classmethod
     def from_settings(cls, settings: Any) -> ResultCache | None:
-        """Build the cache a :class:`~opensearch_vl.tools_env.config.CacheSettings` asks for (``None`` when off).
+        """Build the cache that ``CacheSettings`` ask for (``None`` when the mode is off).
 
         Example:
             >>> from opensearch_vl.tools_env.config import CacheSettings
@@ -142,15 +157,18 @@ class ResultCache:
         if settings.mode == "off":
             return None
         if not settings.path:
-            raise ConfigError(f"cache.mode is {settings.mode!r} but cache.path is not set; give a SQLite file path")
+            raise ConfigError(
+                f"cache.mode is {settings.mode!r} but cache.path is not set; give a SQLite file path"
+            )
         return cls(settings.path, settings.mode, busy_timeout_ms=settings.busy_timeout_ms)
 
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
         conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
         if self.mode == "read_write":
             conn.execute("PRAGMA journal_mode=WAL")
@@ -183,7 +201,13 @@ class ResultCache:
         except TransientBackendError:
             raise
         except BackendError as exc:
-            self._store(key, tool, backend, request_text, {"$error": {"category": exc.category, "message": exc.message}})
+            self._store(
+                key,
+                tool,
+                backend,
+                request_text,
+                {"$error": {"category": exc.category, "message": exc.message}},
+            )
             raise
         self._store(key, tool, backend, request_text, value)
         return value
@@ -191,7 +215,8 @@ class ResultCache:
     def _store(self, key: str, tool: str, backend: str, request_text: str, value: Any) -> None:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         self._connect().execute(
-            "INSERT OR REPLACE INTO entries (key, tool, backend, request, value, created) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO entries (key, tool, backend, request, value, created) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (key, tool, backend, request_text, text, time.time()),
         )
         with self._lock:
@@ -215,7 +240,8 @@ class ResultCache:
         conn = self._connect()
         for (tool, backend), (hits, misses) in pending.items():
             conn.execute(
-                "INSERT INTO stats (tool, backend, hits, misses) VALUES (?, ?, ?, ?) ON CONFLICT(tool, backend) "
+                "INSERT INTO stats (tool, backend, hits, misses) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(tool, backend) "
                 "DO UPDATE SET hits = hits + excluded.hits, misses = misses + excluded.misses",
                 (tool, backend, hits, misses),
             )
@@ -270,9 +296,13 @@ def file_summary(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"cache file {path} does not exist")
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = conn.execute("SELECT tool, backend, COUNT(*), SUM(LENGTH(value)) FROM entries GROUP BY tool, backend "
-                            "ORDER BY tool, backend").fetchall()
-        stats = {(t, b): (h, m) for t, b, h, m in conn.execute("SELECT tool, backend, hits, misses FROM stats")}
+        rows = conn.execute(
+            "SELECT tool, backend, COUNT(*), SUM(LENGTH(value)) FROM entries GROUP BY tool, backend "
+            "ORDER BY tool, backend"
+        ).fetchall()
+        stats = {
+            (t, b): (h, m) for t, b, h, m in conn.execute("SELECT tool, backend, hits, misses FROM stats")
+        }
     except sqlite3.DatabaseError as exc:
         raise ConfigError(f"{path} is not a tool cache ({exc})") from exc
     finally:
@@ -280,11 +310,26 @@ def file_summary(path: str | Path) -> dict[str, Any]:
     by_backend = []
     for tool, backend, count, size in rows:
         hits, misses = stats.pop((tool, backend), (0, 0))
-        by_backend.append({"tool": tool, "backend": backend, "entries": count, "bytes": size or 0,
-                           "hits": hits, "misses": misses})
+        by_backend.append(
+            {
+                "tool": tool,
+                "backend": backend,
+                "entries": count,
+                "bytes": size or 0,
+                "hits": hits,
+                "misses": misses,
+            }
+        )
     for (tool, backend), (hits, misses) in sorted(stats.items()):
-        by_backend.append({"tool": tool, "backend": backend, "entries": 0, "bytes": 0, "hits": hits, "misses": misses})
+        by_backend.append(
+            {"tool": tool, "backend": backend, "entries": 0, "bytes": 0, "hits": hits, "misses": misses}
+        )
     total_hits = sum(r["hits"] for r in by_backend)
     total_misses = sum(r["misses"] for r in by_backend)
-    return {"path": str(path), "entries": sum(r["entries"] for r in by_backend), "hits": total_hits,
-            "misses": total_misses, "by_backend": by_backend}
+    return {
+        "path": str(path),
+        "entries": sum(r["entries"] for r in by_backend),
+        "hits": total_hits,
+        "misses": total_misses,
+        "by_backend": by_backend,
+    }

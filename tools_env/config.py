@@ -120,8 +120,15 @@ class VisitSettings(_Section):
     max_redirects: int = Field(5, ge=0, le=20)
     """Redirects followed; each hop's address is checked again."""
     allowed_content_types: list[str] = Field(
-        default_factory=lambda: ["text/html", "text/plain", "application/xhtml+xml", "text/markdown",
-                                 "application/json", "application/xml", "text/xml"]
+        default_factory=lambda: [
+            "text/html",
+            "text/plain",
+            "application/xhtml+xml",
+            "text/markdown",
+            "application/json",
+            "application/xml",
+            "text/xml",
+        ]
     )
     """Content types accepted from the server; others (PDF, images, binaries) are refused."""
     max_page_chars: int = 6000
@@ -140,8 +147,20 @@ class LayoutSettings(_Section):
     min_confidence: float = 0.5
     """Local OCR lines scoring below this are dropped."""
     keep_labels: list[str] = Field(
-        default_factory=lambda: ["doc_title", "paragraph_title", "text", "vision_footnote", "figure_title",
-                                 "table", "header", "footer", "number", "abstract", "content", "reference"]
+        default_factory=lambda: [
+            "doc_title",
+            "paragraph_title",
+            "text",
+            "vision_footnote",
+            "figure_title",
+            "table",
+            "header",
+            "footer",
+            "number",
+            "abstract",
+            "content",
+            "reference",
+        ]
     )
     """Remote blocks with other labels (images, charts without text) are left out."""
 
@@ -169,7 +188,7 @@ class PythonSettings(_Section):
     """python_interpreter sandbox."""
 
     mechanism: Literal["auto", "bwrap", "unshare", "rlimits"] = "auto"
-    """Isolation: ``auto`` picks bubblewrap, else ``unshare -n``, else rlimits + audit hook (always applied)."""
+    """Isolation: ``auto`` = bubblewrap, else ``unshare -n``, else rlimits + audit hook alone (always on)."""
     python_executable: str | None = None
     """Interpreter running the code; ``None`` = the one running the environment."""
     cpu_seconds: int = Field(10, ge=1)
@@ -190,7 +209,7 @@ class SuperResolutionSettings(_Section):
     """super_resolution."""
 
     model_path: str | None = Field(default_factory=lambda: _env("SR_MODEL_PATH"))
-    """OpenCV dnn_superres ``.pb`` file (EDSR/ESPCN/FSRCNN/LapSRN, needs opencv-contrib); ``None`` = classical."""
+    """dnn_superres ``.pb`` file (EDSR/ESPCN/FSRCNN/LapSRN; needs opencv-contrib); ``None`` = classical."""
     model_name: Literal["edsr", "espcn", "fsrcnn", "lapsrn"] = "edsr"
     """Architecture of ``model_path``."""
     model_scale: int = Field(4, ge=2, le=8)
@@ -203,7 +222,7 @@ class CacheSettings(_Section):
     """Record/replay cache of every external call."""
 
     mode: Literal["off", "read_write", "replay"] = "off"
-    """``read_write`` records and reuses; ``replay`` only reuses (a miss is an error, for reproducible runs)."""
+    """``read_write`` records and reuses; ``replay`` only reuses (a miss is an error: reproducible runs)."""
     path: str | None = None
     """SQLite file; required unless ``mode`` is ``off``."""
     busy_timeout_ms: int = 30_000
@@ -217,8 +236,16 @@ class ToolEnvConfig(BaseModel):
 
     tools: list[str] = Field(
         default_factory=lambda: [
-            "crop", "sharpen", "super_resolution", "perspective_correct", "layout_parsing",
-            "text_search", "web_search", "image_search", "visit", "python_interpreter",
+            "crop",
+            "sharpen",
+            "super_resolution",
+            "perspective_correct",
+            "layout_parsing",
+            "text_search",
+            "web_search",
+            "image_search",
+            "visit",
+            "python_interpreter",
         ]
     )
     """Tools offered to the model, by registered name."""

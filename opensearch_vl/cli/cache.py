@@ -14,7 +14,9 @@ __all__ = ["register"]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``cache`` command group to the ``opensearch-vl`` parser."""
-    parser = subparsers.add_parser("cache", help="inspect the tool result cache", description=__doc__.split("\n\n")[0])
+    parser = subparsers.add_parser(
+        "cache", help="inspect the tool result cache", description=__doc__.split("\n\n")[0]
+    )
     commands = parser.add_subparsers(dest="cache_command", metavar="SUBCOMMAND")
     parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 

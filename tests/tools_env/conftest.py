@@ -25,7 +25,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
-
 from opensearch_vl.tools_env.backends.gallery import bundled_gallery_path
 
 ARTICLE = """<html><head><title>Heron Festival 2016</title></head><body>

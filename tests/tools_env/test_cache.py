@@ -8,15 +8,15 @@ import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from PIL import Image
-
-from opensearch_vl.cli.main import main as cli
-from opensearch_vl.errors import BackendError, ConfigError, ReplayMissError, ToolError
 from opensearch_vl.tools_env.backends.retry import TransientBackendError
 from opensearch_vl.tools_env.cache import ResultCache, canonical_key, file_summary
 from opensearch_vl.tools_env.config import CacheSettings, ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import tool_factory
+from PIL import Image
+
+from opensearch_vl.cli.main import main as cli
+from opensearch_vl.errors import BackendError, ConfigError, ReplayMissError, ToolError
 
 
 class Counter:
@@ -153,14 +153,18 @@ def test_cache_stats_cli(tmp_path, capsys):
 
 
 def online_config(base_url: str, fast_http, cache_path, mode="read_write"):
-    return ToolEnvConfig.model_validate({
-        "allow_private_urls": True, "http": fast_http, "cache": {"mode": mode, "path": str(cache_path)},
-        "search": {"backend": "serper", "serper_base_url": f"{base_url}/serper"},
-        "visit": {"backend": "http"},
-        "summarizer": {"base_url": f"{base_url}/v1"},
-        "layout": {"backend": "remote", "api_url": f"{base_url}/layout-parsing"},
-        "image_search": {"backend": "serper_lens"},
-    })
+    return ToolEnvConfig.model_validate(
+        {
+            "allow_private_urls": True,
+            "http": fast_http,
+            "cache": {"mode": mode, "path": str(cache_path)},
+            "search": {"backend": "serper", "serper_base_url": f"{base_url}/serper"},
+            "visit": {"backend": "http"},
+            "summarizer": {"base_url": f"{base_url}/v1"},
+            "layout": {"backend": "remote", "api_url": f"{base_url}/layout-parsing"},
+            "image_search": {"backend": "serper_lens"},
+        }
+    )
 
 
 CALLS = [
@@ -190,8 +194,9 @@ async def run_calls(config, base_for_urls):
     return outputs
 
 
-async def test_replay_only_run_reproduces_recorded_calls_without_network(http_server, fast_http, tmp_path,
-                                                                         monkeypatch):
+async def test_replay_only_run_reproduces_recorded_calls_without_network(
+    http_server, fast_http, tmp_path, monkeypatch
+):
     monkeypatch.setenv("SERPER_API_KEY", "test-key")
     monkeypatch.setenv("LAYOUT_PARSING_TOKEN", "tok")
     path = tmp_path / "episode.sqlite"
@@ -202,16 +207,24 @@ async def test_replay_only_run_reproduces_recorded_calls_without_network(http_se
     dead = "http://127.0.0.1:9"  # nothing listens: any network call would fail
     replay_config = online_config(dead, {**fast_http, "max_attempts": 1}, path, mode="replay")
     # Same model-visible URLs as recorded; only the API endpoints point nowhere.
-    replayed = await run_calls(replay_config.model_copy(update={
-        "search": replay_config.search.model_copy(update={"serper_base_url": f"{dead}/serper"})}),
-        http_server.base_url)
+    replayed = await run_calls(
+        replay_config.model_copy(
+            update={"search": replay_config.search.model_copy(update={"serper_base_url": f"{dead}/serper"})}
+        ),
+        http_server.base_url,
+    )
     assert replayed == recorded
     assert len(http_server.requests) == requests_after_recording
 
     summary = file_summary(path)
     assert {(r["tool"], r["backend"]) for r in summary["by_backend"]} == {
-        ("text_search", "serper_search"), ("web_search", "serper_search"), ("visit", "http_fetch"),
-        ("visit", "chat_completions"), ("layout_parsing", "pp_structure_v3"), ("image_search", "serper_lens")}
+        ("text_search", "serper_search"),
+        ("web_search", "serper_search"),
+        ("visit", "http_fetch"),
+        ("visit", "chat_completions"),
+        ("layout_parsing", "pp_structure_v3"),
+        ("image_search", "serper_lens"),
+    }
 
 
 async def test_replay_miss_propagates_through_the_environment(http_server, fast_http, tmp_path, monkeypatch):
@@ -221,7 +234,8 @@ async def test_replay_miss_propagates_through_the_environment(http_server, fast_
     path = tmp_path / "c.sqlite"
     ResultCache(path).close()
     config = online_config(http_server.base_url, fast_http, path, mode="replay").model_copy(
-        update={"tools": ["web_search"]})
+        update={"tools": ["web_search"]}
+    )
     env = ToolEnvironment(config)
     try:
         with pytest.raises(ReplayMissError):

@@ -1,4 +1,4 @@
-"""image_search: the local gallery (bundled and CLI-built) and Serper Lens with the uploader, on the fixture server."""
+"""image_search: the local gallery (bundled and CLI-built) and Lens with the uploader."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import hashlib
 import json
 
 import pytest
-from PIL import Image, ImageEnhance
-
-from opensearch_vl.cli.main import main as cli
-from opensearch_vl.errors import ConfigError, ToolError
 from opensearch_vl.tools_env.backends.gallery import GalleryIndex, bundled_gallery_path
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import tool_factory
+from PIL import Image, ImageEnhance
+
+from opensearch_vl.cli.main import main as cli
+from opensearch_vl.errors import ConfigError, ToolError
 
 
 def make(config=None):
@@ -33,8 +33,11 @@ def gallery_image(name="kestrel_point_lighthouse.png"):
 
 async def test_identifies_bundled_scene_by_id():
     result = await make().run({"url": "img_1"}, store_with(gallery_image()))
-    assert result.text.splitlines()[:3] == ["Visual matches for img_1 (1):", "[Match 1] Kestrel Point Lighthouse",
-                                            "URL: https://en.example.org/wiki/Kestrel_Point_Lighthouse"]
+    assert result.text.splitlines()[:3] == [
+        "Visual matches for img_1 (1):",
+        "[Match 1] Kestrel Point Lighthouse",
+        "URL: https://en.example.org/wiki/Kestrel_Point_Lighthouse",
+    ]
     assert result.info == {"backend": "local_gallery", "matches": 1}
 
 
@@ -73,7 +76,8 @@ async def test_image_url_fetched_under_url_policy(http_server, fast_http):
         await make({"http": fast_http}).run({"url": url}, ImageStore())
     with pytest.raises(ToolError, match="content type"):
         await make({"allow_private_urls": True, "http": fast_http}).run(
-            {"url": f"{http_server.base_url}/pages/article.html"}, ImageStore())
+            {"url": f"{http_server.base_url}/pages/article.html"}, ImageStore()
+        )
 
 
 def test_cli_builds_gallery_from_folder_and_manifest(tmp_path, capsys):
@@ -87,11 +91,25 @@ def test_cli_builds_gallery_from_folder_and_manifest(tmp_path, capsys):
     index = GalleryIndex.load(out)
     assert index.search(gallery_image("silverfen_bridge.png"), top_k=1)[0].title == "old bridge"
     manifest = tmp_path / "manifest.jsonl"
-    manifest.write_text(json.dumps({"image": "photos/old_bridge.png", "title": "Bridge", "url": "https://b.example/x",
-                                    "source": "b.example"}) + "\n")
+    manifest.write_text(
+        json.dumps(
+            {
+                "image": "photos/old_bridge.png",
+                "title": "Bridge",
+                "url": "https://b.example/x",
+                "source": "b.example",
+            }
+        )
+        + "\n"
+    )
     assert cli(["index", "build-gallery", str(manifest), "--out", str(tmp_path / "m.sqlite")]) == 0
     match = GalleryIndex.load(tmp_path / "m.sqlite").search(gallery_image("silverfen_bridge.png"))[0]
-    assert (match.title, match.url, match.source, match.distance) == ("Bridge", "https://b.example/x", "b.example", 0)
+    assert (match.title, match.url, match.source, match.distance) == (
+        "Bridge",
+        "https://b.example/x",
+        "b.example",
+        0,
+    )
 
 
 async def test_configured_gallery_is_used(tmp_path):
@@ -107,25 +125,36 @@ async def test_configured_gallery_is_used(tmp_path):
 
 
 def lens_config(http_server, fast_http, **image_search):
-    return {"http": fast_http, "search": {"serper_base_url": f"{http_server.base_url}/serper"},
-            "image_search": {"backend": "serper_lens", **image_search}}
+    return {
+        "http": fast_http,
+        "search": {"serper_base_url": f"{http_server.base_url}/serper"},
+        "image_search": {"backend": "serper_lens", **image_search},
+    }
 
 
 async def test_lens_with_public_url(http_server, fast_http, monkeypatch):
     monkeypatch.setenv("SERPER_API_KEY", "test-key")
-    result = await make(lens_config(http_server, fast_http)).run({"url": "https://cdn.example.org/a/photo.jpg"},
-                                                                 ImageStore())
-    assert json.loads(http_server.last("/serper/lens").body) == {"url": "https://cdn.example.org/a/photo.jpg",
-                                                                 "hl": "en", "gl": "us"}
-    assert result.text.splitlines()[:4] == ["Visual matches for https://cdn.example.org/a/photo.jpg (2):",
-                                            "[Match 1] Lens match for photo.jpg", "URL: https://example.org/lens1",
-                                            "Source: Example"]
+    result = await make(lens_config(http_server, fast_http)).run(
+        {"url": "https://cdn.example.org/a/photo.jpg"}, ImageStore()
+    )
+    assert json.loads(http_server.last("/serper/lens").body) == {
+        "url": "https://cdn.example.org/a/photo.jpg",
+        "hl": "en",
+        "gl": "us",
+    }
+    assert result.text.splitlines()[:4] == [
+        "Visual matches for https://cdn.example.org/a/photo.jpg (2):",
+        "[Match 1] Lens match for photo.jpg",
+        "URL: https://example.org/lens1",
+        "Source: Example",
+    ]
 
 
 async def test_lens_reads_visual_matches_shape(http_server, fast_http, monkeypatch):
     monkeypatch.setenv("SERPER_API_KEY", "test-key")
-    result = await make(lens_config(http_server, fast_http)).run({"url": "https://cdn.example.org/visual.png"},
-                                                                 ImageStore())
+    result = await make(lens_config(http_server, fast_http)).run(
+        {"url": "https://cdn.example.org/visual.png"}, ImageStore()
+    )
     assert "[Match 1] Visual visual.png" in result.text
 
 
@@ -138,12 +167,19 @@ async def test_lens_local_image_without_uploader_is_refused_clearly(http_server,
 
 async def test_lens_local_image_through_directory_uploader(http_server, fast_http, monkeypatch, tmp_path):
     monkeypatch.setenv("SERPER_API_KEY", "test-key")
-    config = lens_config(http_server, fast_http, uploader="directory", upload_dir=str(tmp_path / "pub"),
-                         upload_base_url="https://static.example.org/up")
+    config = lens_config(
+        http_server,
+        fast_http,
+        uploader="directory",
+        upload_dir=str(tmp_path / "pub"),
+        upload_base_url="https://static.example.org/up",
+    )
     store = store_with(gallery_image())
     result = await make(config).run({"url": "img_1"}, store)
     sha = hashlib.sha256(store.record("img_1").png).hexdigest()
-    assert json.loads(http_server.last("/serper/lens").body)["url"] == f"https://static.example.org/up/{sha}.png"
+    assert (
+        json.loads(http_server.last("/serper/lens").body)["url"] == f"https://static.example.org/up/{sha}.png"
+    )
     assert (tmp_path / "pub" / f"{sha}.png").read_bytes() == store.record("img_1").png
     assert result.info["image_url"].endswith(f"{sha}.png")
 

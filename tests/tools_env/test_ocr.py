@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from PIL import Image, ImageDraw, ImageFont
-
-from opensearch_vl.errors import ConfigError, ToolError
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import tool_factory
+from PIL import Image, ImageDraw, ImageFont
+
+from opensearch_vl.errors import ConfigError, ToolError
 
 
 def text_image() -> Image.Image:
@@ -38,8 +38,12 @@ async def test_local_ocr_reads_lines_in_order():
 
 
 def remote_config(http_server, fast_http, **layout):
-    return ToolEnvConfig.model_validate({"http": fast_http, "layout": {
-        "backend": "remote", "api_url": f"{http_server.base_url}/layout-parsing", **layout}})
+    return ToolEnvConfig.model_validate(
+        {
+            "http": fast_http,
+            "layout": {"backend": "remote", "api_url": f"{http_server.base_url}/layout-parsing", **layout},
+        }
+    )
 
 
 async def test_remote_layout_parsing_speaks_pp_structure(http_server, fast_http, monkeypatch):
@@ -55,8 +59,11 @@ async def test_remote_layout_parsing_speaks_pp_structure(http_server, fast_http,
     assert sent.headers["Authorization"] == "token tok"
     # blocks come back in block_order, the image block (no text) is dropped
     text_part = result.text.split("ALL RECOGNIZED TEXT:\n", 1)[1]
-    assert text_part.splitlines()[:3] == ["Quarterly report", "Second paragraph.",
-                                          f"bytes={len(store.record('img_1').png)}"]
+    assert text_part.splitlines()[:3] == [
+        "Quarterly report",
+        "Second paragraph.",
+        f"bytes={len(store.record('img_1').png)}",
+    ]
     assert result.info == {"backend": "pp_structure_v3", "blocks": 3}
 
 

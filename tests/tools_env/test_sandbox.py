@@ -5,19 +5,22 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from opensearch_vl.errors import PrerequisiteError, ToolError
 from opensearch_vl.tools_env.backends.sandbox import PythonSandbox, available_mechanisms
 from opensearch_vl.tools_env.config import PythonSettings, ToolEnvConfig
 from opensearch_vl.tools_env.tool import tool_factory
+
+from opensearch_vl.errors import PrerequisiteError, ToolError
 
 MECHANISMS = available_mechanisms()
 
 
 @pytest.fixture(params=MECHANISMS)
 def sandbox(request):
-    return PythonSandbox(PythonSettings(mechanism=request.param, cpu_seconds=1, wall_seconds=6, memory_mb=512,
-                                        max_output_bytes=2000))
+    return PythonSandbox(
+        PythonSettings(
+            mechanism=request.param, cpu_seconds=1, wall_seconds=6, memory_mb=512, max_output_bytes=2000
+        )
+    )
 
 
 def test_rlimits_fallback_always_available():
@@ -26,7 +29,9 @@ def test_rlimits_fallback_always_available():
 
 def test_runs_code_and_echoes_last_expression(sandbox):
     result = sandbox.run("import numpy as np\nx = np.arange(10)\nprint('sum', x.sum())\nx.mean()")
-    assert result.ok and result.stdout == "sum 45\nnp.float64(4.5)\n" and result.mechanism == sandbox.mechanism
+    assert (
+        result.ok and result.stdout == "sum 45\nnp.float64(4.5)\n" and result.mechanism == sandbox.mechanism
+    )
 
 
 def test_scratch_is_writable_and_fresh(sandbox):
@@ -36,8 +41,10 @@ def test_scratch_is_writable_and_fresh(sandbox):
 
 
 def test_network_is_blocked(sandbox, http_server):
-    code = ("import urllib.request\n"
-            f"print(urllib.request.urlopen('{http_server.base_url}/pages/plain.txt', timeout=3).read())")
+    code = (
+        "import urllib.request\n"
+        f"print(urllib.request.urlopen('{http_server.base_url}/pages/plain.txt', timeout=3).read())"
+    )
     before = http_server.count("/pages/plain.txt")
     result = sandbox.run(code)
     assert not result.ok and "herons" not in result.stdout
@@ -46,11 +53,13 @@ def test_network_is_blocked(sandbox, http_server):
 
 def test_writes_outside_scratch_are_blocked(sandbox, tmp_path):
     target = tmp_path / "escaped.txt"
-    for code in (f"open({str(target)!r}, 'w').write('x')",
-                 f"import os\nos.open({str(target)!r}, os.O_CREAT | os.O_WRONLY)",
-                 f"import shutil\nshutil.copy('/etc/hostname', {str(target)!r})",
-                 f"import os\nos.symlink('/etc/passwd', {str(tmp_path / 'link')!r})",
-                 f"import pathlib\npathlib.Path({str(target)!r}).write_text('x')"):
+    for code in (
+        f"open({str(target)!r}, 'w').write('x')",
+        f"import os\nos.open({str(target)!r}, os.O_CREAT | os.O_WRONLY)",
+        f"import shutil\nshutil.copy('/etc/hostname', {str(target)!r})",
+        f"import os\nos.symlink('/etc/passwd', {str(tmp_path / 'link')!r})",
+        f"import pathlib\npathlib.Path({str(target)!r}).write_text('x')",
+    ):
         result = sandbox.run(code)
         assert not result.ok, code
     assert list(tmp_path.iterdir()) == []
@@ -127,10 +136,14 @@ async def test_tool_error_carries_traceback():
 
 async def test_tool_timeout_category():
     with pytest.raises(ToolError) as info:
-        await make_tool(mechanism="rlimits", wall_seconds=1).run({"code": "import time\ntime.sleep(30)"}, None)
+        await make_tool(mechanism="rlimits", wall_seconds=1).run(
+            {"code": "import time\ntime.sleep(30)"}, None
+        )
     assert info.value.category == "timeout" and "wall-time limit of 1.0s" in info.value.message
 
 
 async def test_tool_output_marker():
-    result = await make_tool(mechanism="rlimits", max_output_bytes=100).run({"code": "print('z' * 500)"}, None)
+    result = await make_tool(mechanism="rlimits", max_output_bytes=100).run(
+        {"code": "print('z' * 500)"}, None
+    )
     assert result.text.endswith("[output truncated to 100 bytes]") and result.info["truncated"] is True

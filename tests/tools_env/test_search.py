@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from opensearch_vl.cli.main import main as cli
-from opensearch_vl.errors import ConfigError, DataError, PrerequisiteError, ToolError
 from opensearch_vl.tools_env.backends.search_index import CorpusIndex, build_corpus_index
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import tool_factory
+
+from opensearch_vl.cli.main import main as cli
+from opensearch_vl.errors import ConfigError, DataError, PrerequisiteError, ToolError
 
 
 def make(name, config=None, cache=None):
@@ -19,9 +19,13 @@ def make(name, config=None, cache=None):
 
 
 async def test_bundled_corpus_answers_text_search():
-    result = await make("text_search").run({"q": "how tall is Kestrel Point lighthouse", "top_k": 3}, ImageStore())
-    assert result.text.startswith("[Passage 1]\nTitle: Kestrel Point Lighthouse\n"
-                                  "URL: https://en.example.org/wiki/Kestrel_Point_Lighthouse\nSummary:\n")
+    result = await make("text_search").run(
+        {"q": "how tall is Kestrel Point lighthouse", "top_k": 3}, ImageStore()
+    )
+    assert result.text.startswith(
+        "[Passage 1]\nTitle: Kestrel Point Lighthouse\n"
+        "URL: https://en.example.org/wiki/Kestrel_Point_Lighthouse\nSummary:\n"
+    )
     assert "31 metres" in result.text
     assert result.text.count("[Passage") == 3
     assert result.info == {"backend": "local", "results": 3, "summarized": False}
@@ -55,8 +59,10 @@ async def test_missing_query_is_bad_arguments():
 
 def test_cli_builds_corpus_index_used_by_config(tmp_path, capsys):
     corpus = tmp_path / "corpus.jsonl"
-    rows = [{"url": f"https://docs.example.net/{i}", "title": f"Doc {i}", "text": f"alpha beta term{i}"}
-            for i in range(30)]
+    rows = [
+        {"url": f"https://docs.example.net/{i}", "title": f"Doc {i}", "text": f"alpha beta term{i}"}
+        for i in range(30)
+    ]
     rows.append({"url": "https://docs.example.net/special", "title": "Zebra crossing", "text": "stripes"})
     corpus.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     out = tmp_path / "index.sqlite"
@@ -70,7 +76,9 @@ def test_cli_builds_corpus_index_used_by_config(tmp_path, capsys):
 
 async def test_configured_index_is_used(tmp_path):
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text(json.dumps({"url": "https://x.example/a", "title": "Quokka", "text": "A small marsupial."}))
+    corpus.write_text(
+        json.dumps({"url": "https://x.example/a", "title": "Quokka", "text": "A small marsupial."})
+    )
     build_corpus_index(corpus, tmp_path / "c.sqlite")
     tool = make("text_search", {"search": {"corpus_index": str(tmp_path / "c.sqlite")}})
     assert "Quokka" in (await tool.run({"q": "marsupial"}, ImageStore())).text
@@ -90,8 +98,10 @@ def test_missing_index_is_a_config_error(tmp_path):
 
 
 def serper_config(http_server, fast_http, **search):
-    return {"http": fast_http, "search": {"backend": "serper", "serper_base_url": f"{http_server.base_url}/serper",
-                                          **search}}
+    return {
+        "http": fast_http,
+        "search": {"backend": "serper", "serper_base_url": f"{http_server.base_url}/serper", **search},
+    }
 
 
 async def test_serper_search(http_server, fast_http, monkeypatch):
@@ -129,30 +139,40 @@ async def test_serper_bad_key_is_upstream_http_with_hint(http_server, fast_http,
 async def test_serper_429_then_success_is_retried(http_server, fast_http, monkeypatch):
     monkeypatch.setenv("SERPER_API_KEY", "test-key")
     before = http_server.count("/serper/search")
-    result = await make("text_search", serper_config(http_server, fast_http)).run({"q": "flaky-429-2"}, ImageStore())
+    result = await make("text_search", serper_config(http_server, fast_http)).run(
+        {"q": "flaky-429-2"}, ImageStore()
+    )
     assert "[Passage 1]" in result.text
     assert http_server.count("/serper/search") - before == 3
 
 
 @pytest.mark.parametrize("status,category", [(429, "rate_limited"), (503, "upstream_http")])
-async def test_persistent_upstream_failure_gives_up_with_category(http_server, fast_http, monkeypatch, status,
-                                                                  category):
+async def test_persistent_upstream_failure_gives_up_with_category(
+    http_server, fast_http, monkeypatch, status, category
+):
     monkeypatch.setenv("SERPER_API_KEY", "test-key")
     before = http_server.count("/serper/search")
     with pytest.raises(ToolError) as info:
-        await make("text_search", serper_config(http_server, fast_http)).run({"q": f"flaky-{status}-9"}, ImageStore())
+        await make("text_search", serper_config(http_server, fast_http)).run(
+            {"q": f"flaky-{status}-9"}, ImageStore()
+        )
     assert info.value.category == category and "after 3 attempts" in info.value.message
     assert http_server.count("/serper/search") - before == 3
 
 
 async def test_results_summarized_by_openai_compatible_server(http_server, fast_http, monkeypatch):
     monkeypatch.setenv("SUMMARIZER_API_KEY", "sk-test")
-    config = {"http": fast_http, "search": {"summarize": True},
-              "summarizer": {"base_url": f"{http_server.base_url}/v1", "model": "tiny-summarizer"}}
+    config = {
+        "http": fast_http,
+        "search": {"summarize": True},
+        "summarizer": {"base_url": f"{http_server.base_url}/v1", "model": "tiny-summarizer"},
+    }
     result = await make("text_search", config).run({"q": "Silverfen Bridge span", "top_k": 2}, ImageStore())
     assert result.text.count("SUMMARY for [Silverfen Bridge span]") == 2
     requests = [r for r in http_server.requests if r.path == "/v1/chat/completions"][-2:]
     assert all(r.headers["Authorization"] == "Bearer sk-test" for r in requests)
     bodies = [json.loads(r.body) for r in requests]
     assert all(b["model"] == "tiny-summarizer" for b in bodies)
-    assert any("38 metres" in b["messages"][0]["content"] for b in bodies)  # the full corpus page was summarized
+    assert any(
+        "38 metres" in b["messages"][0]["content"] for b in bodies
+    )  # the full corpus page was summarized

@@ -5,11 +5,11 @@ from __future__ import annotations
 import socket
 
 import pytest
-
-from opensearch_vl.errors import ToolError
 from opensearch_vl.tools_env.backends.http import HttpClient
 from opensearch_vl.tools_env.backends.url_safety import check_url, classify_address
 from opensearch_vl.tools_env.config import HttpSettings
+
+from opensearch_vl.errors import ToolError
 
 REFUSED = [
     ("file:///etc/passwd", "scheme"),

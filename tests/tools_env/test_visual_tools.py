@@ -5,12 +5,12 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
-
-from opensearch_vl.errors import ConfigError, PrerequisiteError, ToolError
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import available_tools, tool_factory
+from PIL import Image, ImageDraw
+
+from opensearch_vl.errors import ConfigError, PrerequisiteError, ToolError
 
 EXPECTED_TOOLS = {
     "crop",

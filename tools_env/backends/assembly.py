@@ -24,7 +24,7 @@ def http_client(config: ToolEnvConfig) -> HttpClient:
 
 
 def cached(service: Any, cache: Any, tool: str) -> Any:
-    """``service`` behind ``cache`` (a :class:`~opensearch_vl.tools_env.cache.ResultCache`), or as is if ``None``."""
+    """``service`` behind ``cache`` (a ``ResultCache``), or ``service`` itself if ``None``."""
     return service if cache is None else cache.wrap(service, tool=tool)
 
 

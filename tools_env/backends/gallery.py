@@ -32,8 +32,14 @@ from PIL import Image
 
 from opensearch_vl.errors import ConfigError, DataError
 
-__all__ = ["GalleryIndex", "GalleryEntry", "GalleryMatch", "build_gallery_index", "bundled_gallery_path",
-           "image_hashes"]
+__all__ = [
+    "GalleryIndex",
+    "GalleryEntry",
+    "GalleryMatch",
+    "build_gallery_index",
+    "bundled_gallery_path",
+    "image_hashes",
+]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
 HASH_BITS = 128
@@ -70,7 +76,7 @@ class GalleryEntry:
 
 @dataclass(frozen=True)
 class GalleryMatch:
-    """A visual match: the entry's title, page URL, source, and distance (0 = identical hashes, of 128 bits)."""
+    """A visual match: the entry's title, page URL, source, and distance (of 128 bits; 0 = same hashes)."""
 
     title: str
     url: str
@@ -87,7 +93,12 @@ def _manifest_rows(source: Path):
             return
         for path in sorted(p for p in source.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES):
             title = path.stem.replace("_", " ").replace("-", " ")
-            yield {"image": str(path), "title": title, "url": path.resolve().as_uri(), "source": "local gallery"}
+            yield {
+                "image": str(path),
+                "title": title,
+                "url": path.resolve().as_uri(),
+                "source": "local gallery",
+            }
         return
     if not source.is_file():
         raise DataError(f"gallery source {source} is neither a folder nor a JSONL manifest")
@@ -100,7 +111,7 @@ def _manifest_rows(source: Path):
             except json.JSONDecodeError as exc:
                 raise DataError(f"{source}:{number}: not valid JSON ({exc.msg})") from exc
             if not isinstance(row, dict) or not isinstance(row.get("image"), str):
-                raise DataError(f"{source}:{number}: each line needs {{\"image\": path, \"title\", \"url\"}}")
+                raise DataError(f'{source}:{number}: each line needs {{"image": path, "title", "url"}}')
             image = Path(row["image"])
             row = {**row, "image": str(image if image.is_absolute() else source.parent / image)}
             yield row
@@ -115,8 +126,16 @@ def _entries(source: Path) -> list[GalleryEntry]:
                 phash, dhash = image_hashes(image)
         except (OSError, ValueError) as exc:
             raise DataError(f"gallery image {path} cannot be read ({exc})") from exc
-        entries.append(GalleryEntry(str(path.resolve()), str(row.get("title") or path.stem),
-                                    str(row.get("url") or ""), str(row.get("source") or ""), phash, dhash))
+        entries.append(
+            GalleryEntry(
+                str(path.resolve()),
+                str(row.get("title") or path.stem),
+                str(row.get("url") or ""),
+                str(row.get("source") or ""),
+                phash,
+                dhash,
+            )
+        )
     if not entries:
         raise DataError(f"gallery source {source} holds no images ({', '.join(IMAGE_SUFFIXES)})")
     return entries
@@ -137,10 +156,13 @@ def build_gallery_index(source: str | Path, out: str | Path) -> int:
     try:
         conn = sqlite3.connect(tmp)
         with conn:
-            conn.execute("CREATE TABLE images (path TEXT, title TEXT, url TEXT, source TEXT, phash TEXT, dhash TEXT)")
-            conn.executemany("INSERT INTO images VALUES (?, ?, ?, ?, ?, ?)",
-                             [(e.path, e.title, e.url, e.source, f"{e.phash:016x}", f"{e.dhash:016x}")
-                              for e in entries])
+            conn.execute(
+                "CREATE TABLE images (path TEXT, title TEXT, url TEXT, source TEXT, phash TEXT, dhash TEXT)"
+            )
+            conn.executemany(
+                "INSERT INTO images VALUES (?, ?, ?, ?, ?, ?)",
+                [(e.path, e.title, e.url, e.source, f"{e.phash:016x}", f"{e.dhash:016x}") for e in entries],
+            )
         conn.close()
         os.replace(tmp, out)
     finally:
@@ -167,8 +189,10 @@ class GalleryIndex:
         """Open an index built by :func:`build_gallery_index`."""
         path = Path(path)
         if not path.is_file():
-            raise ConfigError(f"gallery index {path} does not exist; build it with "
-                              "`opensearch-vl index build-gallery DIR_OR_JSONL --out GALLERY.sqlite`")
+            raise ConfigError(
+                f"gallery index {path} does not exist; build it with "
+                "`opensearch-vl index build-gallery DIR_OR_JSONL --out GALLERY.sqlite`"
+            )
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             rows = conn.execute("SELECT path, title, url, source, phash, dhash FROM images").fetchall()
@@ -188,14 +212,21 @@ class GalleryIndex:
         """The sample gallery shipped with the package."""
         return cls.from_source(bundled_gallery_path())
 
-    def search(self, image: Image.Image, *, top_k: int = 5, max_distance: int = HASH_BITS) -> list[GalleryMatch]:
+    def search(
+        self, image: Image.Image, *, top_k: int = 5, max_distance: int = HASH_BITS
+    ) -> list[GalleryMatch]:
         """Entries within ``max_distance`` bits of ``image``, nearest first (ties keep gallery order)."""
         phash, dhash = image_hashes(image)
         distance = _popcount64(self._phash ^ np.uint64(phash)) + _popcount64(self._dhash ^ np.uint64(dhash))
         order = np.argsort(distance, kind="stable")[:top_k]
         return [
-            GalleryMatch(self.entries[i].title, self.entries[i].url, self.entries[i].source, int(distance[i]),
-                         self.entries[i].path)
+            GalleryMatch(
+                self.entries[i].title,
+                self.entries[i].url,
+                self.entries[i].source,
+                int(distance[i]),
+                self.entries[i].path,
+            )
             for i in order
             if distance[i] <= max_distance
         ]

@@ -14,10 +14,10 @@ Failures map here, once: timeout → ``timeout``; 429 → ``rate_limited``; 5xx 
 
 Example:
     >>> client = HttpClient(HttpSettings())
-    >>> client.fetch_public("file:///etc/passwd")
+    >>> client.fetch_public("file:///etc/passwd")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    opensearch_vl.errors.ToolError: URL 'file:///etc/passwd' refused: scheme 'file' is not allowed; use http or https
+    opensearch_vl.errors.ToolError: URL 'file:///etc/passwd' refused: scheme 'file' is not allowed; ...
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Any
 from urllib.parse import urljoin
 
 import httpx
-
-from opensearch_vl.errors import BackendError, ToolError
 from opensearch_vl.tools_env.backends.retry import RetryPolicy, TransientBackendError, call_with_retry
 from opensearch_vl.tools_env.backends.url_safety import check_url
 from opensearch_vl.tools_env.config import HttpSettings
+
+from opensearch_vl.errors import BackendError, ToolError
 
 __all__ = ["HttpClient", "FetchedPage", "REDIRECT_CODES"]
 
@@ -83,8 +83,9 @@ def raise_for_status(service: str, url: str, response: httpx.Response, hint: str
     detail = response.text[:200].strip().replace("\n", " ") if response.content else ""
     message = f"{service}: HTTP {status} from {url}" + (f": {detail}" if detail else "")
     if status == 429:
-        raise TransientBackendError("rate_limited", message + "; slow down or raise the plan's rate limit",
-                                    _retry_after(response))
+        raise TransientBackendError(
+            "rate_limited", message + "; slow down or raise the plan's rate limit", _retry_after(response)
+        )
     if status >= 500:
         raise TransientBackendError("upstream_http", message, _retry_after(response))
     if status in (404, 410):
@@ -108,7 +109,7 @@ class HttpClient:
         self.retry = RetryPolicy(settings.max_attempts, settings.backoff_base_s, settings.backoff_max_s)
         timeout = httpx.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s)
         headers = {"User-Agent": settings.user_agent}
-        # API calls honour proxy settings; model-chosen URLs never go through a proxy that would defeat the checks.
+        # API calls honour proxy settings; model-chosen URLs never use a proxy (it would defeat the checks).
         self._api = httpx.Client(timeout=timeout, headers=headers, follow_redirects=True)
         self._public = httpx.Client(timeout=timeout, headers=headers, follow_redirects=False, trust_env=False)
 
@@ -139,12 +140,17 @@ class HttpClient:
             try:
                 return response.json()
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise BackendError("upstream_http", f"{service}: {url} answered with non-JSON content "
-                                                    f"({response.headers.get('content-type', '?')})") from exc
+                raise BackendError(
+                    "upstream_http",
+                    f"{service}: {url} answered with non-JSON content "
+                    f"({response.headers.get('content-type', '?')})",
+                ) from exc
 
         return call_with_retry(attempt, self.retry, what=f"{service} {url}")
 
-    def request_text(self, url: str, *, service: str, headers: dict[str, str] | None = None, hint: str = "") -> str:
+    def request_text(
+        self, url: str, *, service: str, headers: dict[str, str] | None = None, hint: str = ""
+    ) -> str:
         """GET an API URL and return the body as text (retrying transient failures)."""
 
         def attempt() -> str:
@@ -171,8 +177,9 @@ class HttpClient:
             what=f"{service} {url}",
         )
 
-    def _fetch_once(self, url: str, max_bytes: int, max_redirects: int, allowed: tuple[str, ...],
-                    service: str) -> FetchedPage:
+    def _fetch_once(
+        self, url: str, max_bytes: int, max_redirects: int, allowed: tuple[str, ...], service: str
+    ) -> FetchedPage:
         current, hops = url, []
         while True:
             check_url(current, allow_private=self.allow_private)
@@ -180,8 +187,11 @@ class HttpClient:
                 with self._public.stream("GET", current) as response:
                     if response.status_code in REDIRECT_CODES and "location" in response.headers:
                         if len(hops) >= max_redirects:
-                            raise BackendError("upstream_http", f"{service}: {url} redirected more than "
-                                                                f"{max_redirects} times (last hop {current})")
+                            raise BackendError(
+                                "upstream_http",
+                                f"{service}: {url} redirected more than "
+                                f"{max_redirects} times (last hop {current})",
+                            )
                         hops.append(current)
                         current = urljoin(current, response.headers["location"])
                         continue
@@ -191,19 +201,30 @@ class HttpClient:
                     content_type = response.headers.get("content-type", "application/octet-stream")
                     mime = content_type.split(";")[0].strip().lower()
                     if allowed and mime not in allowed:
-                        raise BackendError("upstream_http", f"{service}: {current} has content type {mime!r}, "
-                                                            f"which cannot be read as text; accepted: {', '.join(allowed)}")
+                        raise BackendError(
+                            "upstream_http",
+                            f"{service}: {current} has content type {mime!r}, "
+                            f"which cannot be read as text; accepted: {', '.join(allowed)}",
+                        )
                     declared = response.headers.get("content-length", "")
                     if declared.isdigit() and int(declared) > max_bytes:
-                        raise BackendError("upstream_http", f"{service}: {current} is {declared} bytes, over the "
-                                                            f"{max_bytes}-byte cap (visit.max_page_bytes)")
+                        raise BackendError(
+                            "upstream_http",
+                            f"{service}: {current} is {declared} bytes, over the "
+                            f"{max_bytes}-byte cap (visit.max_page_bytes)",
+                        )
                     body = bytearray()
                     for chunk in response.iter_bytes():
                         body += chunk
                         if len(body) > max_bytes:
-                            raise BackendError("upstream_http", f"{service}: {current} is larger than the "
-                                                                f"{max_bytes}-byte cap (visit.max_page_bytes)")
-                    return FetchedPage(url, current, response.status_code, content_type, bytes(body), tuple(hops))
+                            raise BackendError(
+                                "upstream_http",
+                                f"{service}: {current} is larger than the "
+                                f"{max_bytes}-byte cap (visit.max_page_bytes)",
+                            )
+                    return FetchedPage(
+                        url, current, response.status_code, content_type, bytes(body), tuple(hops)
+                    )
 
     class _errors_mapped:
         """Context manager mapping httpx transport exceptions to categorized backend errors."""
@@ -218,11 +239,14 @@ class HttpClient:
             if exc is None or isinstance(exc, ToolError):
                 return False
             if isinstance(exc, httpx.TimeoutException):
-                raise TransientBackendError("timeout", f"{self.service}: {self.url} timed out "
-                                                       f"({exc.__class__.__name__})") from exc
+                raise TransientBackendError(
+                    "timeout", f"{self.service}: {self.url} timed out ({exc.__class__.__name__})"
+                ) from exc
             if isinstance(exc, httpx.TransportError):
-                raise TransientBackendError("upstream_http", f"{self.service}: cannot reach {self.url} "
-                                                             f"({exc.__class__.__name__}: {exc})") from exc
+                raise TransientBackendError(
+                    "upstream_http",
+                    f"{self.service}: cannot reach {self.url} ({exc.__class__.__name__}: {exc})",
+                ) from exc
             if isinstance(exc, httpx.HTTPError):
                 raise BackendError("upstream_http", f"{self.service}: {self.url}: {exc}") from exc
             return False

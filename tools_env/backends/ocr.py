@@ -9,7 +9,8 @@ Example:
     >>> blocks = blocks_from_layout_response({"errorCode": 0, "result": {"layoutParsingResults": [
     ...     {"prunedResult": {"parsing_res_list": [
     ...         {"block_label": "text", "block_content": "B", "block_bbox": [0, 50, 9, 60], "block_order": 2},
-    ...         {"block_label": "doc_title", "block_content": "A", "block_bbox": [0, 0, 9, 9], "block_order": 1}]}}]}},
+    ...         {"block_label": "doc_title", "block_content": "A", "block_bbox": [0, 0, 9, 9],
+    ...          "block_order": 1}]}}]}},
     ...     keep_labels=("text", "doc_title"))
     >>> [b.content for b in blocks]
     ['A', 'B']
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from opensearch_vl.tools_env.backends.http import HttpClient
 from PIL import Image
 
 from opensearch_vl.errors import BackendError, PrerequisiteError
-from opensearch_vl.tools_env.backends.http import HttpClient
 
 __all__ = ["Block", "RapidOcrEngine", "RemoteLayoutParser", "blocks_from_layout_response", "layout_token"]
 
@@ -45,7 +46,7 @@ class Block:
 
 
 class RapidOcrEngine:
-    """Local OCR with rapidocr-onnxruntime (models ship in the wheel; loaded on first use, once per engine)."""
+    """Local OCR with rapidocr-onnxruntime (models ship in the wheel; loaded once, on first use)."""
 
     def __init__(self, *, min_confidence: float = 0.5) -> None:
         self.min_confidence = min_confidence
@@ -58,8 +59,10 @@ class RapidOcrEngine:
                 try:
                     from rapidocr_onnxruntime import RapidOCR
                 except ImportError as exc:
-                    raise PrerequisiteError("layout_parsing with the local backend needs rapidocr: "
-                                            "pip install 'opensearch-vl[ocr]'") from exc
+                    raise PrerequisiteError(
+                        "layout_parsing with the local backend needs rapidocr: "
+                        "pip install 'opensearch-vl[ocr]'"
+                    ) from exc
                 self._engine = RapidOCR()
             return self._engine
 
@@ -92,8 +95,12 @@ def _reading_order(words: Iterable[tuple]) -> list[Block]:
     for order, row in enumerate(sorted(rows, key=lambda r: min(w[1] for w in r)), 1):
         row.sort(key=lambda w: w[0])
         text = " ".join(w[4] for w in row)
-        bbox = (int(min(w[0] for w in row)), int(min(w[1] for w in row)), int(max(w[2] for w in row)),
-                int(max(w[3] for w in row)))
+        bbox = (
+            int(min(w[0] for w in row)),
+            int(min(w[1] for w in row)),
+            int(max(w[2] for w in row)),
+            int(max(w[3] for w in row)),
+        )
         blocks.append(Block("text", " ".join(text.split()), bbox, order, round(min(w[5] for w in row), 4)))
     return blocks
 
@@ -118,15 +125,26 @@ class RemoteLayoutParser:
         self._headers = {"Authorization": f"token {token}"} if token else {}
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Send ``{"file": png bytes, "fileType": 1, …flags}``; errors in ``errorCode`` become backend errors."""
+        """Send ``{"file": png bytes, "fileType": 1, …flags}``; non-zero ``errorCode`` = backend error."""
         body = {**request, "file": base64.b64encode(request["file"]).decode("ascii")}
-        response = self._http.request_json("POST", self._url, service="layout_parsing", json_body=body,
-                                           headers=self._headers, hint="check $LAYOUT_PARSING_TOKEN")
+        response = self._http.request_json(
+            "POST",
+            self._url,
+            service="layout_parsing",
+            json_body=body,
+            headers=self._headers,
+            hint="check $LAYOUT_PARSING_TOKEN",
+        )
         if not isinstance(response, dict):
-            raise BackendError("upstream_http", f"layout_parsing: {self._url} answered with a non-object JSON body")
+            raise BackendError(
+                "upstream_http", f"layout_parsing: {self._url} answered with a non-object JSON body"
+            )
         if response.get("errorCode", 0) not in (0, None):
-            raise BackendError("upstream_http", f"layout_parsing: {self._url} errorCode {response.get('errorCode')}: "
-                                                f"{response.get('errorMsg', '')}")
+            raise BackendError(
+                "upstream_http",
+                f"layout_parsing: {self._url} errorCode {response.get('errorCode')}: "
+                f"{response.get('errorMsg', '')}",
+            )
         return response
 
 
@@ -137,9 +155,12 @@ def blocks_from_layout_response(response: dict[str, Any], *, keep_labels: Iterab
         pages = response["result"]["layoutParsingResults"]
         items = pages[0]["prunedResult"]["parsing_res_list"] if pages else []
     except (KeyError, IndexError, TypeError) as exc:
-        raise BackendError("upstream_http", "layout_parsing: the response has no "
-                                            "result.layoutParsingResults[0].prunedResult.parsing_res_list; is the "
-                                            "endpoint PP-StructureV3-compatible?") from exc
+        raise BackendError(
+            "upstream_http",
+            "layout_parsing: the response has no "
+            "result.layoutParsingResults[0].prunedResult.parsing_res_list; is the "
+            "endpoint PP-StructureV3-compatible?",
+        ) from exc
     blocks = []
     for position, item in enumerate(items):
         label, content = str(item.get("block_label", "")), str(item.get("block_content") or "").strip()
@@ -147,7 +168,13 @@ def blocks_from_layout_response(response: dict[str, Any], *, keep_labels: Iterab
             continue
         raw_box = list(item.get("block_bbox") or [0, 0, 0, 0])[:4] + [0, 0, 0, 0]
         order = item.get("block_order")
-        blocks.append(Block(label, content, tuple(int(v) for v in raw_box[:4]),
-                            int(order) if isinstance(order, (int, float)) else 10_000 + position))
+        blocks.append(
+            Block(
+                label,
+                content,
+                tuple(int(v) for v in raw_box[:4]),
+                int(order) if isinstance(order, (int, float)) else 10_000 + position,
+            )
+        )
     blocks.sort(key=lambda b: b.order)
     return [Block(b.label, b.content, b.bbox, i) for i, b in enumerate(blocks, 1)]

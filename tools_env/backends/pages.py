@@ -6,7 +6,8 @@ still may not point it at metadata endpoints or non-http schemes). Pages of the 
 by :class:`~opensearch_vl.tools_env.backends.search_index.CorpusIndex` directly, without these classes.
 
 Example:
-    >>> extract_main_text("<html><head><title>T</title></head><body><p>Hello there.</p></body></html>", "text/html")
+    >>> page = "<html><head><title>T</title></head><body><p>Hello there.</p></body></html>"
+    >>> extract_main_text(page, "text/html")
     ('T', 'Hello there.')
 """
 
@@ -17,10 +18,11 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from opensearch_vl.errors import BackendError
 from opensearch_vl.tools_env.backends.http import HttpClient
 from opensearch_vl.tools_env.backends.url_safety import check_url
 from opensearch_vl.tools_env.config import VisitSettings
+
+from opensearch_vl.errors import BackendError
 
 __all__ = ["HttpPageReader", "JinaReader", "extract_main_text"]
 
@@ -37,8 +39,9 @@ def extract_main_text(body: str, content_type: str) -> tuple[str, str]:
 
     match = _TITLE.search(body)
     title = re.sub(r"\s+", " ", _TAGS.sub("", match.group(1))).strip() if match else ""
-    text = trafilatura.extract(body, output_format="markdown", include_tables=True, include_comments=False,
-                               favor_recall=True)
+    text = trafilatura.extract(
+        body, output_format="markdown", include_tables=True, include_comments=False, favor_recall=True
+    )
     if not text:
         # Very short pages have no "main content" for trafilatura; fall back to the visible text.
         visible = re.sub(r"(?is)<(script|style|nav|footer|header)[^>]*>.*?</\1>", " ", body)
@@ -47,7 +50,7 @@ def extract_main_text(body: str, content_type: str) -> tuple[str, str]:
 
 
 class HttpPageReader:
-    """Fetch the page directly (URL policy, redirect cap, size cap, content-type check) and extract its text."""
+    """Fetch the page directly (URL policy, redirect and size caps, content type) and extract its text."""
 
     name = "http_fetch"
 
@@ -58,18 +61,26 @@ class HttpPageReader:
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         """Fetch ``request["url"]``; returns ``{url, final_url, title, text, redirects}``."""
         page = self._http.fetch_public(
-            request["url"], max_bytes=self._settings.max_page_bytes, max_redirects=self._settings.max_redirects,
-            allowed_types=self._settings.allowed_content_types, service="visit",
+            request["url"],
+            max_bytes=self._settings.max_page_bytes,
+            max_redirects=self._settings.max_redirects,
+            allowed_types=self._settings.allowed_content_types,
+            service="visit",
         )
         title, text = extract_main_text(page.text, page.content_type)
         if not text:
             raise BackendError("not_found", f"visit: {page.final_url} has no readable text")
-        return {"url": page.url, "final_url": page.final_url, "title": title, "text": text,
-                "redirects": list(page.redirects)}
+        return {
+            "url": page.url,
+            "final_url": page.final_url,
+            "title": title,
+            "text": text,
+            "redirects": list(page.redirects),
+        }
 
 
 class JinaReader:
-    """``GET {jina_base_url}/{url}`` with ``Accept: application/json``; reads ``data.{title, content, url}``."""
+    """``GET {jina_base_url}/{url}`` with ``Accept: application/json``; reads ``data.{title, content}``."""
 
     name = "jina_reader"
 
@@ -84,15 +95,23 @@ class JinaReader:
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         """Read ``request["url"]`` through Jina; returns ``{url, final_url, title, text}``."""
         url = check_url(request["url"], allow_private=self._allow_private, resolve=False).url
-        raw = self._http.request_text(f"{self._base}/{quote(url, safe=':/?&=%#@+,;~')}", service="jina",
-                                      headers=self._headers, hint="check $JINA_API_KEY")
+        raw = self._http.request_text(
+            f"{self._base}/{quote(url, safe=':/?&=%#@+,;~')}",
+            service="jina",
+            headers=self._headers,
+            hint="check $JINA_API_KEY",
+        )
         try:
             body = json.loads(raw)
         except json.JSONDecodeError:
             body = None
         if isinstance(body, dict) and isinstance(body.get("data"), dict):
             data = body["data"]
-            title, text, final = str(data.get("title") or ""), str(data.get("content") or ""), data.get("url") or url
+            title, text, final = (
+                str(data.get("title") or ""),
+                str(data.get("content") or ""),
+                data.get("url") or url,
+            )
         else:
             title, text, final = _parse_markdown_reply(raw, url)
         if not text.strip():
@@ -107,7 +126,7 @@ def _parse_markdown_reply(raw: str, url: str) -> tuple[str, str, str]:
         return "", raw, url
     for line in header.splitlines():
         if line.startswith("Title:"):
-            title = line[len("Title:"):].strip()
+            title = line[len("Title:") :].strip()
         elif line.startswith("URL Source:"):
-            final = line[len("URL Source:"):].strip()
+            final = line[len("URL Source:") :].strip()
     return title, content, final

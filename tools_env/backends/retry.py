@@ -51,7 +51,9 @@ class RetryPolicy:
     base_s: float = 0.5
     max_s: float = 8.0
 
-    def delay(self, retry_index: int, rng: random.Random | None = None, retry_after_s: float | None = None) -> float:
+    def delay(
+        self, retry_index: int, rng: random.Random | None = None, retry_after_s: float | None = None
+    ) -> float:
         """Seconds to wait before retry number ``retry_index``."""
         ceiling = min(self.max_s, self.base_s * (2**retry_index))
         wait = (rng or random).uniform(0.0, ceiling) if ceiling > 0 else 0.0
@@ -79,6 +81,13 @@ def call_with_retry(
                     exc.args = (exc.message,)
                 raise
             wait = policy.delay(attempt, rng, exc.retry_after_s)
-            log.info("%s failed (%s); retry %d/%d in %.2fs", what, exc.message, attempt + 1, policy.attempts - 1, wait)
+            log.info(
+                "%s failed (%s); retry %d/%d in %.2fs",
+                what,
+                exc.message,
+                attempt + 1,
+                policy.attempts - 1,
+                wait,
+            )
             sleep(wait)
     raise AssertionError("unreachable: the loop returns or raises")

@@ -1,4 +1,4 @@
-"""A subprocess sandbox for ``python_interpreter``: resource limits, no network, writes only in a scratch folder.
+"""A subprocess sandbox for ``python_interpreter``: resource limits, no network, writes only in scratch.
 
 Every run gets a fresh scratch folder (its working directory, ``HOME`` and ``TMPDIR``), a scrubbed
 environment, ``python -I``, and these limits set before exec: CPU seconds (RLIMIT_CPU), address space
@@ -34,9 +34,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from opensearch_vl.errors import PrerequisiteError
 from opensearch_vl.tools_env.backends.sandbox_guard import GUARD
 from opensearch_vl.tools_env.config import PythonSettings
+
+from opensearch_vl.errors import PrerequisiteError
 
 __all__ = ["PythonSandbox", "SandboxResult", "available_mechanisms"]
 
@@ -71,8 +72,26 @@ def _probe(command: list[str]) -> bool:
 
 
 def _bwrap_prefix(scratch: str) -> list[str]:
-    return ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", scratch, scratch, "--unshare-all", "--die-with-parent", "--new-session", "--chdir", scratch]
+    return [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        scratch,
+        scratch,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--chdir",
+        scratch,
+    ]
 
 
 def _unshare_prefix() -> list[str]:
@@ -116,9 +135,15 @@ class PythonSandbox:
         elif settings.mechanism == "rlimits" or settings.mechanism in available_mechanisms():
             self.mechanism = settings.mechanism
         else:
-            fix = "apt-get install bubblewrap" if settings.mechanism == "bwrap" else "run where unshare -n is permitted"
-            raise PrerequisiteError(f"python.mechanism is {settings.mechanism!r} but it does not work here; {fix}, "
-                                    "or use mechanism: auto")
+            fix = (
+                "apt-get install bubblewrap"
+                if settings.mechanism == "bwrap"
+                else "run where unshare -n is permitted"
+            )
+            raise PrerequisiteError(
+                f"python.mechanism is {settings.mechanism!r} but it does not work here; {fix}, "
+                "or use mechanism: auto"
+            )
         log.info("python sandbox mechanism: %s", self.mechanism)
 
     def _limits(self) -> None:
@@ -148,14 +173,31 @@ class PythonSandbox:
                 command = _bwrap_prefix(scratch) + command
             elif self.mechanism == "unshare":
                 command = _unshare_prefix() + command
-            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8",
-                   "PYTHONIOENCODING": "utf-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-                   "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": scratch}
+            env = {
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "HOME": scratch,
+                "TMPDIR": scratch,
+                "LANG": "C.UTF-8",
+                "PYTHONIOENCODING": "utf-8",
+                "OPENBLAS_NUM_THREADS": "1",
+                "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+                "MPLBACKEND": "Agg",
+                "MPLCONFIGDIR": scratch,
+            }
             uid = os.geteuid()
             nproc = None if uid == 0 else _user_tasks(uid) + s.max_processes
             start = time.monotonic()
-            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    cwd=scratch, env=env, start_new_session=True, preexec_fn=self._preexec(nproc))
+            proc = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=scratch,
+                env=env,
+                start_new_session=True,
+                preexec_fn=self._preexec(nproc),
+            )
             out, err, limit, truncated = self._communicate(proc, code.encode("utf-8"), start)
             exit_code = proc.returncode
             duration = time.monotonic() - start
@@ -168,12 +210,20 @@ class PythonSandbox:
             signal_number = exit_code - 128  # bwrap reports a child killed by signal N as 128 + N
         if limit is None and signal_number is not None:
             limit = {signal.SIGXCPU: "cpu_time", signal.SIGKILL: "cpu_time", signal.SIGXFSZ: "file_size"}.get(
-                signal_number)
+                signal_number
+            )
         stderr_text = err.decode("utf-8", "replace")
         if limit is None and "MemoryError" in stderr_text:
             limit = "memory"
-        return SandboxResult(out.decode("utf-8", "replace"), stderr_text, exit_code, limit, truncated,
-                             self.mechanism, round(duration, 3))
+        return SandboxResult(
+            out.decode("utf-8", "replace"),
+            stderr_text,
+            exit_code,
+            limit,
+            truncated,
+            self.mechanism,
+            round(duration, 3),
+        )
 
     def _communicate(self, proc: subprocess.Popen, data: bytes, start: float):
         cap = self.settings.max_output_bytes

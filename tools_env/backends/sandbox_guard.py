@@ -10,14 +10,15 @@ This is defence in depth: under bubblewrap or a network namespace the OS enforce
 them (the ``rlimits`` mechanism) this hook and the resource limits are the enforcement.
 """
 
-GUARD = r'''
+GUARD = r"""
 import ast, os, sys
 
 def _guard(scratch):
     scratch = os.path.realpath(scratch)
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
     devices = ("/dev/null",)
-    blocked = {"os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen",
+    blocked = {"os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+               "subprocess.Popen",
                "os.kill", "os.killpg", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function",
                "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "os.setuid",
                "os.setgid", "os.chroot", "sys.remote_exec", "_posixsubprocess.fork_exec", "os.pidfd_open"}
@@ -90,4 +91,4 @@ def _main():
         sys.exit(1)
 
 _main()
-'''
+"""

@@ -26,7 +26,14 @@ from pathlib import Path
 
 from opensearch_vl.errors import ConfigError, DataError
 
-__all__ = ["CorpusIndex", "SearchHit", "CorpusPage", "build_corpus_index", "normalize_url", "bundled_corpus_path"]
+__all__ = [
+    "CorpusIndex",
+    "SearchHit",
+    "CorpusPage",
+    "build_corpus_index",
+    "normalize_url",
+    "bundled_corpus_path",
+]
 
 _SCHEMA = """
 CREATE TABLE docs (id INTEGER PRIMARY KEY, url TEXT NOT NULL, url_key TEXT NOT NULL, title TEXT NOT NULL,
@@ -64,7 +71,7 @@ def normalize_url(url: str) -> str:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One ranked result: URL, title, a snippet around the matched terms, and the bm25 score (lower = better)."""
+    """One ranked result: URL, title, a snippet around the matches, and the bm25 score (lower = better)."""
 
     url: str
     title: str
@@ -96,8 +103,10 @@ def _read_corpus(path: Path):
                 raise DataError(f"{path}:{number}: expected an object with url, title, text")
             missing = [k for k in ("url", "text") if not isinstance(row.get(k), str) or not row[k].strip()]
             if missing:
-                raise DataError(f"{path}:{number}: missing or empty string field(s) {missing}; "
-                                "each line needs {\"url\", \"title\", \"text\"}")
+                raise DataError(
+                    f"{path}:{number}: missing or empty string field(s) {missing}; "
+                    'each line needs {"url", "title", "text"}'
+                )
             yield row["url"].strip(), str(row.get("title") or "").strip(), row["text"]
 
 
@@ -106,8 +115,10 @@ def _fill(conn: sqlite3.Connection, corpus: Path) -> int:
     count = 0
     with conn:
         for url, title, text in _read_corpus(corpus):
-            conn.execute("INSERT OR REPLACE INTO docs (url, url_key, title, text) VALUES (?, ?, ?, ?)",
-                         (url, normalize_url(url), title, text))
+            conn.execute(
+                "INSERT OR REPLACE INTO docs (url, url_key, title, text) VALUES (?, ?, ?, ?)",
+                (url, normalize_url(url), title, text),
+            )
             count += 1
         conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('rebuild')")
         conn.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
@@ -116,7 +127,7 @@ def _fill(conn: sqlite3.Connection, corpus: Path) -> int:
 
 
 def build_corpus_index(corpus: str | Path, out: str | Path) -> int:
-    """Index a JSONL corpus into a new SQLite file (written beside ``out``, then renamed); returns the doc count.
+    """Index a JSONL corpus into a new SQLite file (written beside ``out``, then renamed); returns the count.
 
     Example:
         >>> build_corpus_index("corpus.jsonl", "corpus.sqlite")  # doctest: +SKIP
@@ -158,8 +169,10 @@ class CorpusIndex:
         self._local = threading.local()
         if _conn is None:
             if self.path is None or not self.path.is_file():
-                raise ConfigError(f"corpus index {path} does not exist; build it with "
-                                  "`opensearch-vl index build-corpus CORPUS.jsonl --out INDEX.sqlite`")
+                raise ConfigError(
+                    f"corpus index {path} does not exist; build it with "
+                    "`opensearch-vl index build-corpus CORPUS.jsonl --out INDEX.sqlite`"
+                )
             self._check(self._conn())
 
     @classmethod
@@ -185,8 +198,10 @@ class CorpusIndex:
         try:
             conn.execute("SELECT 1 FROM docs_fts LIMIT 1").fetchall()
         except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"{self.path} is not a corpus index ({exc}); rebuild it with "
-                              "`opensearch-vl index build-corpus`") from exc
+            raise ConfigError(
+                f"{self.path} is not a corpus index ({exc}); rebuild it with "
+                "`opensearch-vl index build-corpus`"
+            ) from exc
 
     def _query(self, sql: str, params: tuple) -> list[tuple]:
         if self._shared is not None:
@@ -202,7 +217,7 @@ class CorpusIndex:
         expression = _match_expression(query)
         if expression is None:
             return []
-        # Rank first, then make snippets for the k winners only (a snippet costs a re-tokenization of the doc).
+        # Rank first, then snippet only the k winners (a snippet re-tokenizes its document).
         ranked = self._query(
             f"SELECT rowid, bm25(docs_fts, {_TITLE_WEIGHT}, {_TEXT_WEIGHT}) AS score FROM docs_fts "
             "WHERE docs_fts MATCH ? ORDER BY score LIMIT ?",

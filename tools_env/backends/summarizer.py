@@ -5,7 +5,7 @@ builds the prompt and falls back to :func:`extractive_summary` (the sentences sh
 goal, in page order) when no server is configured, and says which one it used.
 
 Example:
-    >>> extractive_summary("height of the tower", "It is red. The tower is 31 metres tall. It has a lamp.", 60)
+    >>> extractive_summary("height of the tower", "It is red. The tower is 31 metres tall. A lamp.", 60)
     'The tower is 31 metres tall.'
 """
 
@@ -16,16 +16,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from opensearch_vl.errors import BackendError
 from opensearch_vl.tools_env.backends.http import HttpClient
 from opensearch_vl.tools_env.config import SummarizerSettings
+
+from opensearch_vl.errors import BackendError
 
 __all__ = ["ChatCompletions", "Summarizer", "Summary", "extractive_summary"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n{2,}")
 _WORD = re.compile(r"\w+")
-_STOP = frozenset("a an the of in on at to for and or is are was were be by with what which who how when where "
-                  "this that it its as from about".split())
+_STOP = frozenset(
+    "a an the of in on at to for and or is are was were be by with what which who how when where "
+    "this that it its as from about".split()
+)
 PROMPT = (
     "You extract what a web page says about a goal.\n"
     "Goal: {goal}\n\nPage title: {title}\nPage content:\n{content}\n\n"
@@ -46,13 +49,22 @@ class ChatCompletions:
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send one chat request; returns the first choice's message text."""
-        body = self._http.request_json("POST", self._url, service="summarizer", json_body=request,
-                                       headers=self._headers, hint="check the summarizer's API key variable")
+        body = self._http.request_json(
+            "POST",
+            self._url,
+            service="summarizer",
+            json_body=request,
+            headers=self._headers,
+            hint="check the summarizer's API key variable",
+        )
         try:
             text = body["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
-            raise BackendError("upstream_http", f"summarizer: {self._url} answered without choices[0].message."
-                                                "content; is it an OpenAI-compatible server?") from exc
+            raise BackendError(
+                "upstream_http",
+                f"summarizer: {self._url} answered without choices[0].message."
+                "content; is it an OpenAI-compatible server?",
+            ) from exc
         return {"text": str(text or "").strip()}
 
 
@@ -61,7 +73,7 @@ def _terms(text: str) -> set[str]:
 
 
 def extractive_summary(goal: str, text: str, max_chars: int) -> str:
-    """The sentences of ``text`` sharing most words with ``goal``, kept in page order, within ``max_chars``."""
+    """The sentences of ``text`` sharing most words with ``goal``, in page order, within ``max_chars``."""
     sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
     goal_terms = _terms(goal)
     if not goal_terms or not sentences:
@@ -116,10 +128,12 @@ class Summarizer:
         if self.service is None:
             return Summary(extractive_summary(goal, text, fallback_chars), "extractive")
         prompt = PROMPT.format(goal=goal, title=title, content=text[: self.settings.max_input_chars])
-        reply = self.service.call({
-            "model": self.settings.model,
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": self.settings.max_tokens,
-            "temperature": self.settings.temperature,
-        })
+        reply = self.service.call(
+            {
+                "model": self.settings.model,
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": self.settings.max_tokens,
+                "temperature": self.settings.temperature,
+            }
+        )
         return Summary(reply["text"], f"llm:{self.settings.model}")

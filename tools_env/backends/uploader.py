@@ -18,8 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.tools_env.config import ImageSearchSettings
+
+from opensearch_vl.errors import ConfigError
 
 __all__ = ["ImageUploader", "DirectoryUploader", "make_uploader"]
 
@@ -54,6 +55,8 @@ def make_uploader(settings: ImageSearchSettings) -> ImageUploader | None:
     if settings.uploader == "none":
         return None
     if not settings.upload_dir or not settings.upload_base_url:
-        raise ConfigError("image_search.uploader is 'directory' but upload_dir or upload_base_url is not set; "
-                          "set both (the folder and the public URL it is served at)")
+        raise ConfigError(
+            "image_search.uploader is 'directory' but upload_dir or upload_base_url is not set; "
+            "set both (the folder and the public URL it is served at)"
+        )
     return DirectoryUploader(settings.upload_dir, settings.upload_base_url)

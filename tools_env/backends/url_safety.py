@@ -11,10 +11,10 @@ that answers differently the second time (rebinding) is not caught. Run fetches 
 access to internal services when that matters.
 
 Example:
-    >>> check_url("ftp://example.com/x")
+    >>> check_url("ftp://example.com/x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    opensearch_vl.errors.ToolError: URL 'ftp://example.com/x' refused: scheme 'ftp' is not allowed; use http or https
+    opensearch_vl.errors.ToolError: URL 'ftp://example.com/x' refused: scheme 'ftp' is not allowed; ...
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ METADATA_ADDRESSES = frozenset(
     for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "fd00:ec2::254", "192.0.0.192")
 )
 """AWS/GCP/Azure/OpenStack (169.254.169.254), ECS task metadata, Alibaba, AWS IPv6, Oracle."""
-METADATA_HOSTNAMES = frozenset({"metadata.google.internal", "metadata.goog", "metadata", "instance-data",
-                                "instance-data.ec2.internal"})
+METADATA_HOSTNAMES = frozenset(
+    {"metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal"}
+)
 
 Resolver = Callable[..., list]
 
@@ -73,8 +74,9 @@ def classify_address(address: str) -> str | None:
     return None
 
 
-def check_url(url: str, *, allow_private: bool = False, resolver: Resolver = socket.getaddrinfo,
-              resolve: bool = True) -> CheckedURL:
+def check_url(
+    url: str, *, allow_private: bool = False, resolver: Resolver = socket.getaddrinfo, resolve: bool = True
+) -> CheckedURL:
     """Return the checked URL, or raise a ``bad_arguments`` tool error naming the rule it broke.
 
     Args:
@@ -91,8 +93,10 @@ def check_url(url: str, *, allow_private: bool = False, resolver: Resolver = soc
         raise ToolError("bad_arguments", f"URL {url!r} refused: malformed ({exc})") from exc
     scheme = parts.scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
-        raise ToolError("bad_arguments", f"URL {url!r} refused: scheme {scheme or '(none)'!r} is not allowed; "
-                                         "use http or https")
+        raise ToolError(
+            "bad_arguments",
+            f"URL {url!r} refused: scheme {scheme or '(none)'!r} is not allowed; use http or https",
+        )
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
         raise ToolError("bad_arguments", f"URL {url!r} refused: no host name")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.tools_env.backends.assembly import cached, http_client
 from opensearch_vl.tools_env.backends.ocr import (
     Block,
@@ -23,20 +22,28 @@ from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec, register_tool
 
+from opensearch_vl.errors import ConfigError
+
 __all__ = ["LAYOUT_PARSING", "LayoutParsingTool", "format_blocks"]
 
 LAYOUT_PARSING = ToolSpec(
     name="layout_parsing",
     description="Read all text in an image (OCR with layout): returns the text blocks in reading order, e.g. "
-                "for documents, receipts, signs, charts and screenshots. Crop first to read small regions.",
+    "for documents, receipts, signs, charts and screenshots. Crop first to read small regions.",
     parameters={
         "type": "object",
         "properties": {
-            "image": {"type": "string", "description": "Image id to read, e.g. \"img_1\" (default img_1)."},
-            "use_chart_recognition": {"type": "boolean", "default": False,
-                                      "description": "Also parse charts (remote backend only)."},
-            "use_doc_orientation_classify": {"type": "boolean", "default": False,
-                                             "description": "Detect rotated pages first (remote backend only)."},
+            "image": {"type": "string", "description": 'Image id to read, e.g. "img_1" (default img_1).'},
+            "use_chart_recognition": {
+                "type": "boolean",
+                "default": False,
+                "description": "Also parse charts (remote backend only).",
+            },
+            "use_doc_orientation_classify": {
+                "type": "boolean",
+                "default": False,
+                "description": "Detect rotated pages first (remote backend only).",
+            },
         },
         "required": [],
     },
@@ -66,10 +73,13 @@ class LayoutParsingTool:
         self.settings = settings
         if settings.backend == "remote":
             if not settings.api_url:
-                raise ConfigError("layout.backend is 'remote' but no endpoint is set; export "
-                                  "LAYOUT_PARSING_API_URL=<PP-StructureV3 /layout-parsing URL> or set layout.api_url")
-            remote = RemoteLayoutParser(http_client(config), api_url=settings.api_url,
-                                        token=layout_token(settings.token_env))
+                raise ConfigError(
+                    "layout.backend is 'remote' but no endpoint is set; export "
+                    "LAYOUT_PARSING_API_URL=<PP-StructureV3 /layout-parsing URL> or set layout.api_url"
+                )
+            remote = RemoteLayoutParser(
+                http_client(config), api_url=settings.api_url, token=layout_token(settings.token_env)
+            )
             self.remote = cached(remote, cache, "layout_parsing")
             self.local = None
         else:
@@ -80,19 +90,23 @@ class LayoutParsingTool:
         ref = arguments.get("image") or arguments.get("file_path") or "img_1"
         record = store.record(ref)
         if self.remote is not None:
-            response = self.remote.call({
-                "file": record.png, "fileType": 1,
-                "useDocOrientationClassify": bool(arguments.get("use_doc_orientation_classify", False)),
-                "useDocUnwarping": False,
-                "useChartRecognition": bool(arguments.get("use_chart_recognition", False)),
-            })
+            response = self.remote.call(
+                {
+                    "file": record.png,
+                    "fileType": 1,
+                    "useDocOrientationClassify": bool(arguments.get("use_doc_orientation_classify", False)),
+                    "useDocUnwarping": False,
+                    "useChartRecognition": bool(arguments.get("use_chart_recognition", False)),
+                }
+            )
             blocks = blocks_from_layout_response(response, keep_labels=self.settings.keep_labels)
             backend = "pp_structure_v3"
         else:
             blocks = self.local.parse(record.image)
             backend = "rapidocr"
-        return ToolResult(text=format_blocks(record.id, blocks),
-                          info={"backend": backend, "blocks": len(blocks)})
+        return ToolResult(
+            text=format_blocks(record.id, blocks), info={"backend": backend, "blocks": len(blocks)}
+        )
 
 
 @register_tool("layout_parsing")

@@ -15,18 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from opensearch_vl.errors import ToolError
 from opensearch_vl.tools_env.backends.sandbox import PythonSandbox, SandboxResult
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec, register_tool
+
+from opensearch_vl.errors import ToolError
 
 __all__ = ["PYTHON_INTERPRETER", "PythonTool"]
 
 PYTHON_INTERPRETER = ToolSpec(
     name="python_interpreter",
     description="Run Python 3 code (calculations, data processing) and return what it prints; the value of a "
-                "final bare expression is printed too. No network; files only in the working directory; "
-                "numpy is available.",
+    "final bare expression is printed too. No network; files only in the working directory; "
+    "numpy is available.",
     parameters={
         "type": "object",
         "properties": {"code": {"type": "string", "description": "The Python source to run."}},
@@ -63,21 +64,35 @@ class PythonTool:
     def __call__(self, arguments: dict[str, Any], store: Any) -> ToolResult:
         code = arguments.get("code")
         if not isinstance(code, str) or not code.strip():
-            raise ToolError("bad_arguments", 'python_interpreter: give the source in "code", e.g. {"code": "print(2**10)"}')
+            raise ToolError(
+                "bad_arguments",
+                'python_interpreter: give the source in "code", e.g. {"code": "print(2**10)"}',
+            )
         result = self.sandbox.run(code)
         marker = f"[output truncated to {self.settings.max_output_bytes} bytes]"
-        info = {"sandbox": result.mechanism, "exit_code": result.exit_code, "limit": result.limit,
-                "duration_s": result.duration_s, "truncated": result.truncated}
+        info = {
+            "sandbox": result.mechanism,
+            "exit_code": result.exit_code,
+            "limit": result.limit,
+            "duration_s": result.duration_s,
+            "truncated": result.truncated,
+        }
         if result.ok:
             return ToolResult(text=_output(result, marker) or "(no output)", info=info)
         output = _output(result, marker)
         if result.limit is not None:
-            reason = _LIMIT_TEXT[result.limit].format(wall=self.settings.wall_seconds, cpu=self.settings.cpu_seconds,
-                                                      mem=self.settings.memory_mb)
+            reason = _LIMIT_TEXT[result.limit].format(
+                wall=self.settings.wall_seconds, cpu=self.settings.cpu_seconds, mem=self.settings.memory_mb
+            )
             category = "timeout" if result.limit == "wall_time" else "sandbox"
-            raise ToolError(category, f"python_interpreter: the code was stopped because {reason}."
-                                      + (f"\n{output}" if output else ""))
-        raise ToolError("sandbox", f"python_interpreter: the code failed (exit status {result.exit_code}).\n{output}")
+            raise ToolError(
+                category,
+                f"python_interpreter: the code was stopped because {reason}."
+                + (f"\n{output}" if output else ""),
+            )
+        raise ToolError(
+            "sandbox", f"python_interpreter: the code failed (exit status {result.exit_code}).\n{output}"
+        )
 
 
 @register_tool("python_interpreter")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from opensearch_vl.errors import ToolError
 from opensearch_vl.tools_env.backends.assembly import cached, corpus_index, http_client
 from opensearch_vl.tools_env.backends.serper import SerperSearch, organic_results, serper_api_key
 from opensearch_vl.tools_env.backends.summarizer import Summarizer
@@ -22,19 +21,26 @@ from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec, register_tool
 
+from opensearch_vl.errors import ToolError
+
 __all__ = ["TEXT_SEARCH", "WEB_SEARCH", "SearchEngine"]
 
 TEXT_SEARCH = ToolSpec(
     name="text_search",
     description="Search the web for a text query; returns the top passages with title, URL and a summary. "
-                "Use it to verify facts and to look up entities found with image_search.",
+    "Use it to verify facts and to look up entities found with image_search.",
     parameters={
         "type": "object",
         "properties": {
-            "q": {"type": "string", "description": "The search query (\"query\" is accepted too)."},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5,
-                      "description": "Number of passages to return."},
-            "hl": {"type": "string", "default": "en", "description": "Interface language code, e.g. \"en\"."},
+            "q": {"type": "string", "description": 'The search query ("query" is accepted too).'},
+            "top_k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 20,
+                "default": 5,
+                "description": "Number of passages to return.",
+            },
+            "hl": {"type": "string", "default": "en", "description": 'Interface language code, e.g. "en".'},
         },
         "required": [],
     },
@@ -60,10 +66,19 @@ class SearchEngine:
     def __init__(self, config: ToolEnvConfig, cache: Any, *, tool: str) -> None:
         self.settings = config.search
         self.backend = self.settings.backend
+        self.http = http_client(config)
         if self.backend == "serper":
             key = serper_api_key(self.settings.serper_api_key_env)
-            self._serper = cached(SerperSearch(http_client(config), base_url=self.settings.serper_base_url,
-                                               api_key=key, env_name=self.settings.serper_api_key_env), cache, tool)
+            self._serper = cached(
+                SerperSearch(
+                    self.http,
+                    base_url=self.settings.serper_base_url,
+                    api_key=key,
+                    env_name=self.settings.serper_api_key_env,
+                ),
+                cache,
+                tool,
+            )
             self._index = None
         else:
             self._serper = None
@@ -76,8 +91,10 @@ class SearchEngine:
             response = self._serper.call({"q": query, "hl": hl, "gl": self.settings.gl, "num": top_k})
             return organic_results(response)[:top_k]
         tokens = max(8, self.settings.snippet_chars // 6)
-        return [{"title": h.title, "link": h.url, "snippet": h.snippet}
-                for h in self._index.search(query, top_k, snippet_tokens=tokens)]
+        return [
+            {"title": h.title, "link": h.url, "snippet": h.snippet}
+            for h in self._index.search(query, top_k, snippet_tokens=tokens)
+        ]
 
     def page_text(self, url: str) -> str | None:
         """Full text of a result page when the local corpus has it (for summaries)."""
@@ -88,7 +105,9 @@ class SearchEngine:
 def _query(arguments: dict[str, Any], tool: str) -> str:
     query = arguments.get("q") or arguments.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise ToolError("bad_arguments", f'{tool}: give a non-empty query in "q", e.g. {{"q": "Eiffel Tower height"}}')
+        raise ToolError(
+            "bad_arguments", f'{tool}: give a non-empty query in "q", e.g. {{"q": "Eiffel Tower height"}}'
+        )
     return query.strip()
 
 
@@ -98,8 +117,9 @@ class TextSearchTool:
     def __init__(self, config: ToolEnvConfig, cache: Any) -> None:
         self.engine = SearchEngine(config, cache, tool="text_search")
         self.default_top_k = config.search.default_top_k
-        self.summarizer = Summarizer.from_settings(config.summarizer, http_client(config),
-                                                   lambda s: cached(s, cache, "text_search"))
+        self.summarizer = Summarizer.from_settings(
+            config.summarizer, self.engine.http, lambda s: cached(s, cache, "text_search")
+        )
         self.summarize = config.search.summarize and self.summarizer.enabled
 
     def __call__(self, arguments: dict[str, Any], store: ImageStore) -> ToolResult:
@@ -108,16 +128,22 @@ class TextSearchTool:
         hl = str(arguments.get("hl") or arguments.get("lang") or "en")
         results = self.engine.search(query, top_k, hl)
         if not results:
-            return ToolResult(text=f"No results for {query!r}.", info={"backend": self.engine.backend, "results": 0})
+            return ToolResult(
+                text=f"No results for {query!r}.", info={"backend": self.engine.backend, "results": 0}
+            )
         blocks = []
         for i, result in enumerate(results, 1):
             summary = result["snippet"]
             if self.summarize:
                 text = self.engine.page_text(result["link"]) or result["snippet"]
                 summary = self.summarizer.summarize(query, result["title"], text, fallback_chars=600).text
-            blocks.append(f"[Passage {i}]\nTitle: {result['title']}\nURL: {result['link']}\nSummary:\n{summary}")
-        return ToolResult(text="\n\n".join(blocks), info={"backend": self.engine.backend, "results": len(results),
-                                                          "summarized": self.summarize})
+            blocks.append(
+                f"[Passage {i}]\nTitle: {result['title']}\nURL: {result['link']}\nSummary:\n{summary}"
+            )
+        return ToolResult(
+            text="\n\n".join(blocks),
+            info={"backend": self.engine.backend, "results": len(results), "summarized": self.summarize},
+        )
 
 
 class WebSearchTool:
@@ -132,7 +158,9 @@ class WebSearchTool:
         lines = [f"Search for {query!r} returned {len(results)} results:"]
         for i, result in enumerate(results, 1):
             lines.append(f"{i}. [{result['title']}]({result['link']})\n   {result['snippet']}")
-        return ToolResult(text="\n".join(lines), info={"backend": self.engine.backend, "results": len(results)})
+        return ToolResult(
+            text="\n".join(lines), info={"backend": self.engine.backend, "results": len(results)}
+        )
 
 
 @register_tool("text_search")

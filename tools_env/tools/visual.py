@@ -18,23 +18,31 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from PIL import Image
-
-from opensearch_vl.errors import ConfigError, PrerequisiteError, ToolError
 from opensearch_vl.tools_env.config import SuperResolutionSettings, ToolEnvConfig
 from opensearch_vl.tools_env.images import ImageStore
 from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec, register_tool
+from PIL import Image
 
-__all__ = ["CROP", "SHARPEN", "SUPER_RESOLUTION", "PERSPECTIVE_CORRECT", "crop_image", "sharpen_image",
-           "SuperResolver", "correct_perspective"]
+from opensearch_vl.errors import ConfigError, PrerequisiteError, ToolError
 
-_IMAGE = {"type": "string", "description": "Image id to work on, e.g. \"img_1\"."}
+__all__ = [
+    "CROP",
+    "SHARPEN",
+    "SUPER_RESOLUTION",
+    "PERSPECTIVE_CORRECT",
+    "crop_image",
+    "sharpen_image",
+    "SuperResolver",
+    "correct_perspective",
+]
+
+_IMAGE = {"type": "string", "description": 'Image id to work on, e.g. "img_1".'}
 
 CROP = ToolSpec(
     name="crop",
     description="Crop a region of an image to inspect small details; returns the region as a new image. "
-                "Use it when the target covers a small part of the frame (under about 30%). Coordinates are "
-                "absolute pixels of the referenced image: top-left corner plus width and height.",
+    "Use it when the target covers a small part of the frame (under about 30%). Coordinates are "
+    "absolute pixels of the referenced image: top-left corner plus width and height.",
     parameters={
         "type": "object",
         "properties": {
@@ -52,13 +60,18 @@ CROP = ToolSpec(
 SHARPEN = ToolSpec(
     name="sharpen",
     description="Sharpen a blurry image with an unsharp mask: out = (1 + amount) * image - amount * blurred. "
-                "Returns a new image.",
+    "Returns a new image.",
     parameters={
         "type": "object",
         "properties": {
             "image": _IMAGE,
-            "amount": {"type": "number", "minimum": 0, "maximum": 10, "default": 1.5,
-                       "description": "Strength; 1.5 by default. Larger values sharpen more and add noise."},
+            "amount": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 10,
+                "default": 1.5,
+                "description": "Strength; 1.5 by default. Larger values sharpen more and add noise.",
+            },
         },
         "required": ["image"],
     },
@@ -67,13 +80,20 @@ SHARPEN = ToolSpec(
 
 SUPER_RESOLUTION = ToolSpec(
     name="super_resolution",
-    description="Upscale a small or low-resolution image by 2, 3 or 4 to make fine text and details readable. "
-                "Returns a new image.",
+    description="Upscale a small or low-resolution image by 2, 3 or 4 to make fine text and details "
+    "readable. "
+    "Returns a new image.",
     parameters={
         "type": "object",
         "properties": {
             "image": _IMAGE,
-            "scale": {"type": "integer", "minimum": 2, "maximum": 4, "default": 4, "description": "Upscaling factor."},
+            "scale": {
+                "type": "integer",
+                "minimum": 2,
+                "maximum": 4,
+                "default": 4,
+                "description": "Upscaling factor.",
+            },
         },
         "required": ["image"],
     },
@@ -83,7 +103,7 @@ SUPER_RESOLUTION = ToolSpec(
 PERSPECTIVE_CORRECT = ToolSpec(
     name="perspective_correct",
     description="Straighten a photographed document, sign or screen seen at an angle: finds its four corners "
-                "and warps it to a frontal rectangle. Returns a new image, or says that no such shape was found.",
+    "and warps it to a frontal rectangle. Returns a new image, or says that no such shape was found.",
     parameters={"type": "object", "properties": {"image": _IMAGE}, "required": ["image"]},
     produces_images=True,
 )
@@ -104,20 +124,30 @@ def crop_image(arguments: dict[str, Any], store: ImageStore) -> ToolResult:
     image = store.get(ref)
     x, y, w, h = (int(arguments[k]) for k in ("x", "y", "width", "height"))
     if w <= 0 or h <= 0:
-        raise ToolError("bad_arguments", f"crop: width and height must be positive integers, got width={w}, "
-                                         f"height={h}")
+        raise ToolError(
+            "bad_arguments", f"crop: width and height must be positive integers, got width={w}, height={h}"
+        )
     left, top = max(0, x), max(0, y)
     right, bottom = min(image.width, x + w), min(image.height, y + h)
     if right <= left or bottom <= top:
-        raise ToolError("bad_arguments", f"crop: box (x={x}, y={y}, width={w}, height={h}) lies outside "
-                                         f"{ref}, which is {image.width}x{image.height} pixels; give a box inside it")
+        raise ToolError(
+            "bad_arguments",
+            f"crop: box (x={x}, y={y}, width={w}, height={h}) lies outside "
+            f"{ref}, which is {image.width}x{image.height} pixels; give a box inside it",
+        )
     box = (left, top, right - left, bottom - top)
     clamped = box != (x, y, w, h)
     text = f"Cropped {ref} to x={box[0]}, y={box[1]}, width={box[2]}, height={box[3]}"
     if clamped:
-        text += f" (requested x={x}, y={y}, width={w}, height={h}; clamped to the {image.width}x{image.height} image)"
-    return ToolResult(text=text + ".", images=[image.crop((left, top, right, bottom))],
-                      info={"box": list(box), "clamped": clamped})
+        text += (
+            f" (requested x={x}, y={y}, width={w}, height={h}; "
+            f"clamped to the {image.width}x{image.height} image)"
+        )
+    return ToolResult(
+        text=text + ".",
+        images=[image.crop((left, top, right, bottom))],
+        info={"box": list(box), "clamped": clamped},
+    )
 
 
 def unsharp_mask(pixels: np.ndarray, amount: float, sigma: float) -> np.ndarray:
@@ -135,8 +165,11 @@ def sharpen_image(arguments: dict[str, Any], store: ImageStore) -> ToolResult:
     if not 0 <= amount <= 10:
         raise ToolError("bad_arguments", f"sharpen: amount must be between 0 and 10, got {amount}")
     out = unsharp_mask(_rgb(store.get(ref)), amount, 3.0)
-    return ToolResult(text=f"Sharpened {ref} with an unsharp mask (amount {amount:g}, blur sigma 3).",
-                      images=[_pil(out)], info={"amount": amount, "sigma": 3.0})
+    return ToolResult(
+        text=f"Sharpened {ref} with an unsharp mask (amount {amount:g}, blur sigma 3).",
+        images=[_pil(out)],
+        info={"amount": amount, "sigma": 3.0},
+    )
 
 
 class SuperResolver:
@@ -152,11 +185,15 @@ class SuperResolver:
             import cv2
 
             if not hasattr(cv2, "dnn_superres"):
-                raise PrerequisiteError("super_resolution.model_path is set but OpenCV lacks dnn_superres; "
-                                        "pip install 'opensearch-vl[superres]' (opencv-contrib-python-headless)")
+                raise PrerequisiteError(
+                    "super_resolution.model_path is set but OpenCV lacks dnn_superres; "
+                    "pip install 'opensearch-vl[superres]' (opencv-contrib-python-headless)"
+                )
             if not os.path.isfile(settings.model_path):
-                raise ConfigError(f"super_resolution.model_path {settings.model_path!r} does not exist; point it "
-                                  "at an EDSR/ESPCN/FSRCNN/LapSRN .pb file or unset it for the classical method")
+                raise ConfigError(
+                    f"super_resolution.model_path {settings.model_path!r} does not exist; point it "
+                    "at an EDSR/ESPCN/FSRCNN/LapSRN .pb file or unset it for the classical method"
+                )
             model = cv2.dnn_superres.DnnSuperResImpl_create()
             model.readModel(settings.model_path)
             model.setModel(settings.model_name, settings.model_scale)
@@ -172,35 +209,49 @@ class SuperResolver:
         image = store.get(ref)
         out_pixels = image.width * image.height * scale * scale
         if out_pixels > self.settings.max_output_pixels:
-            raise ToolError("bad_arguments", f"super_resolution: {ref} is {image.width}x{image.height}; x{scale} "
-                                             f"would give {out_pixels} pixels, over the limit of "
-                                             f"{self.settings.max_output_pixels}; crop the region of interest first")
+            raise ToolError(
+                "bad_arguments",
+                f"super_resolution: {ref} is {image.width}x{image.height}; x{scale} "
+                f"would give {out_pixels} pixels, over the limit of "
+                f"{self.settings.max_output_pixels}; crop the region of interest first",
+            )
         rgb = _rgb(image)
         if self._model is not None and scale == self.settings.model_scale:
             out = self._model.upsample(np.ascontiguousarray(rgb[:, :, ::-1]))[:, :, ::-1]  # models expect BGR
             out = np.ascontiguousarray(out)
             method, kind = f"learned model {self.settings.model_name.upper()} x{scale}", "learned"
         else:
-            upscaled = cv2.resize(rgb, (image.width * scale, image.height * scale), interpolation=cv2.INTER_LANCZOS4)
+            upscaled = cv2.resize(
+                rgb, (image.width * scale, image.height * scale), interpolation=cv2.INTER_LANCZOS4
+            )
             out = unsharp_mask(upscaled, 0.5, 1.0)
             kind = "classical"
             method = "classical Lanczos upscaling with edge enhancement (no learned model"
             method += " for this scale)" if self._model is not None else " configured)"
         return ToolResult(
-            text=f"Upscaled {ref} x{scale} from {image.width}x{image.height} to {out.shape[1]}x{out.shape[0]} "
-                 f"using {method}.",
-            images=[_pil(out)], info={"scale": scale, "method": kind},
+            text=f"Upscaled {ref} x{scale} from {image.width}x{image.height} "
+            f"to {out.shape[1]}x{out.shape[0]} "
+            f"using {method}.",
+            images=[_pil(out)],
+            info={"scale": scale, "method": kind},
         )
 
 
 def _order_corners(points: np.ndarray) -> np.ndarray:
     sums, diffs = points.sum(axis=1), np.diff(points, axis=1).ravel()
-    return np.array([points[np.argmin(sums)], points[np.argmin(diffs)], points[np.argmax(sums)],
-                     points[np.argmax(diffs)]], dtype=np.float32)
+    return np.array(
+        [
+            points[np.argmin(sums)],
+            points[np.argmin(diffs)],
+            points[np.argmax(sums)],
+            points[np.argmax(diffs)],
+        ],
+        dtype=np.float32,
+    )
 
 
 def find_quadrilateral(rgb: np.ndarray, min_area_fraction: float = 0.1) -> np.ndarray | None:
-    """Corners (tl, tr, br, bl) of the largest convex 4-sided contour covering enough of the image, or ``None``."""
+    """Corners (tl, tr, br, bl) of the largest convex 4-gon covering enough of the image, or ``None``."""
     import cv2
 
     gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
@@ -225,20 +276,25 @@ def correct_perspective(arguments: dict[str, Any], store: ImageStore) -> ToolRes
     corners = find_quadrilateral(rgb)
     if corners is None:
         return ToolResult(
-            text=f"No document-like quadrilateral was found in {ref}, so no corrected image was made; {ref} is "
-                 "unchanged. Try crop to isolate the object, or continue with the original image.",
+            text=f"No document-like quadrilateral was found in {ref}, so no corrected image was made; "
+            f"{ref} is "
+            "unchanged. Try crop to isolate the object, or continue with the original image.",
             info={"corrected": False},
         )
     tl, tr, br, bl = corners
     width = int(round(max(np.linalg.norm(br - bl), np.linalg.norm(tr - tl))))
     height = int(round(max(np.linalg.norm(tr - br), np.linalg.norm(tl - bl))))
     target = np.array([[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]], dtype=np.float32)
-    warped = cv2.warpPerspective(rgb, cv2.getPerspectiveTransform(corners, target), (width, height),
-                                 flags=cv2.INTER_CUBIC)
+    warped = cv2.warpPerspective(
+        rgb, cv2.getPerspectiveTransform(corners, target), (width, height), flags=cv2.INTER_CUBIC
+    )
     points = ", ".join(f"({int(px)}, {int(py)})" for px, py in corners)
-    return ToolResult(text=f"Perspective-corrected {ref}: warped the quadrilateral with corners {points} "
-                           f"to a {width}x{height} frontal view.",
-                      images=[_pil(warped)], info={"corrected": True, "corners": corners.round(1).tolist()})
+    return ToolResult(
+        text=f"Perspective-corrected {ref}: warped the quadrilateral with corners {points} "
+        f"to a {width}x{height} frontal view.",
+        images=[_pil(warped)],
+        info={"corrected": True, "corners": corners.round(1).tolist()},
+    )
 
 
 @register_tool("crop")
