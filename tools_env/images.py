@@ -1,8 +1,8 @@
 """The per-episode image store: every image the agent can refer to, by id (``img_1``, ``img_2``, …).
 
 ``img_1`` is the task image (a task with several images gets ``img_1``…``img_n``); each image a tool produces
-gets the next id. Images are kept decoded (RGB) and as canonical PNG bytes whose SHA-256 is their identity
-in transcripts and in the result cache.
+gets the next id. Images are kept decoded (RGB) and as a hash of their pixels that is their identity in
+transcripts and in the result cache (PNG bytes are encoded on first use).
 
 Inputs accepted by :meth:`ImageStore.add`: a PIL image, raw bytes, a ``data:`` URI, a ``{"bytes": …, "path": …}``
 dict (Hugging Face datasets' image feature), a filesystem path under one of the configured roots, or an
@@ -28,6 +28,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from PIL import Image, UnidentifiedImageError
 
 from opensearch_vl.errors import ToolError
 
-__all__ = ["ImageStore", "StoredImage", "DEFAULT_MAX_PIXELS", "decode_image", "png_bytes"]
+__all__ = ["ImageStore", "StoredImage", "DEFAULT_MAX_PIXELS", "decode_image", "png_bytes", "pixel_sha256"]
 
 DEFAULT_MAX_PIXELS = 64 * 1024 * 1024  # 64 MP: far above any benchmark image, far below a bomb
 SUPPORTED_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP", "TIFF")
@@ -43,15 +44,35 @@ _ID = re.compile(r"^img_(\d+)$")
 _DATA_URI = re.compile(r"^data:image/[\w.+-]+;base64,(.*)$", re.S)
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class StoredImage:
-    """One image of the episode: its id, decoded pixels, canonical PNG bytes and their hash."""
+    """One image of the episode: its id, decoded pixels and origin; hash and PNG bytes on first use.
+
+    The hash identifies the pixels (mode, size and RGB bytes), not a file encoding, so it is cheap and the
+    same whichever format the image arrived in. PNG encoding, the expensive part, happens only when
+    something needs the bytes (saving a transcript, an upload, an OCR request), not on every tool call.
+    """
 
     id: str
     image: Image.Image
-    png: bytes
-    sha256: str
     origin: str  # "task" or the name of the tool that produced it
+
+    @cached_property
+    def sha256(self) -> str:
+        """SHA-256 over ``RGB <w>x<h>`` and the raw pixel bytes."""
+        return pixel_sha256(self.image)
+
+    @cached_property
+    def png(self) -> bytes:
+        """Canonical PNG bytes (see :func:`png_bytes`)."""
+        return png_bytes(self.image)
+
+
+def pixel_sha256(image: Image.Image) -> str:
+    """Content hash of an RGB image's pixels. Example: ``pixel_sha256(Image.new("RGB", (1, 1)))[:8]``."""
+    digest = hashlib.sha256(f"RGB {image.width}x{image.height}\n".encode())
+    digest.update(image.tobytes())
+    return digest.hexdigest()
 
 
 def png_bytes(image: Image.Image) -> bytes:
@@ -131,9 +152,8 @@ class ImageStore:
     def add(self, source: Any, *, origin: str = "task") -> str:
         """Decode ``source`` and store it under the next id; returns the id."""
         image = self._load(source)
-        png = png_bytes(image)
         image_id = f"img_{len(self._images) + 1}"
-        self._images[image_id] = StoredImage(image_id, image, png, hashlib.sha256(png).hexdigest(), origin)
+        self._images[image_id] = StoredImage(image_id, image, origin)
         return image_id
 
     def get(self, ref: str) -> Image.Image:

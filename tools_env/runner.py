@@ -322,7 +322,7 @@ def _record_images(
             origin=stored.origin,
             step_index=step_index,
         )
-        transcript.add_image(record, stored.png)
+        transcript.add_image(record, lambda stored=stored: stored.png)
 
 
 def _metrics(transcript: Transcript) -> dict[str, float]:

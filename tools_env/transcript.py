@@ -11,7 +11,7 @@ everything those conversions need, so none of them re-runs anything:
   termination reason;
 - scores (a ``None`` value means not run / unscored), metrics, timing, the producing policy and version.
 
-Images are stored once, by content hash (SHA-256 of canonical PNG bytes), *beside* the JSON file in an
+Images are stored once, by content hash (SHA-256 of their pixels), *beside* the JSON file in an
 ``images/`` folder; the JSON refers to them by episode id (``img_1``…) through :attr:`Transcript.images`.
 
 Example:
@@ -22,10 +22,10 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,7 +89,8 @@ class ImageRecord(_Model):
     id: str
     """Episode id: ``img_1``…"""
     sha256: str
-    """SHA-256 of the canonical PNG bytes; the file is ``images/<sha256>.png`` beside the transcript."""
+    """Content hash of the pixels (:func:`~opensearch_vl.tools_env.images.pixel_sha256`); the file is
+    ``images/<sha256>.png`` beside the transcript."""
     width: int
     height: int
     origin: str
@@ -187,7 +188,7 @@ class Transcript(_Model):
     """Unix time at the start of the episode."""
     wall_time_s: float | None = None
 
-    _blobs: dict[str, bytes] = PrivateAttr(default_factory=dict)
+    _blobs: dict[str, bytes | Callable[[], bytes]] = PrivateAttr(default_factory=dict)
     _image_dir: Path | None = PrivateAttr(default=None)
 
     # ---- derived views -------------------------------------------------------------------------------
@@ -212,7 +213,10 @@ class Transcript(_Model):
         """The PNG bytes of ``image_id``, from memory or from the ``images/`` folder beside the file."""
         sha = self.image(image_id).sha256
         if sha in self._blobs:
-            return self._blobs[sha]
+            blob = self._blobs[sha]
+            if callable(blob):  # encoded on first use, then kept
+                blob = self._blobs[sha] = blob()
+            return blob
         if self._image_dir is not None:
             path = self._image_dir / f"{sha}.png"
             if path.is_file():
@@ -222,10 +226,8 @@ class Transcript(_Model):
             "keep the images/ folder next to the transcript file"
         )
 
-    def add_image(self, record: ImageRecord, png: bytes) -> None:
-        """Attach an image (used by the episode runner)."""
-        if hashlib.sha256(png).hexdigest() != record.sha256:
-            raise ValueError(f"sha256 mismatch for {record.id}")
+    def add_image(self, record: ImageRecord, png: bytes | Callable[[], bytes]) -> None:
+        """Attach an image (used by the episode runner): its PNG bytes, or a callable producing them on demand."""
         self._blobs[record.sha256] = png
         self.images.append(record)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import pytest
@@ -176,7 +175,7 @@ async def test_lens_local_image_through_directory_uploader(http_server, fast_htt
     )
     store = store_with(gallery_image())
     result = await make(config).run({"url": "img_1"}, store)
-    sha = hashlib.sha256(store.record("img_1").png).hexdigest()
+    sha = store.record("img_1").sha256
     assert (
         json.loads(http_server.last("/serper/lens").body)["url"] == f"https://static.example.org/up/{sha}.png"
     )
