@@ -1,11 +1,13 @@
-"""Check LLaMA-Factory ShareGPT datasets before training: every sample, every reason, nothing dropped silently.
+"""Check LLaMA-Factory ShareGPT datasets before training: every sample, every reason, nothing dropped
+silently.
 
 LLaMA-Factory skips malformed samples with a one-line warning (role order), crashes hours in (an `<image>`
 count that does not match `images`, an undecodable file), or silently trains on broken tool calls. This module
 reads every row of every dataset listed in a `dataset_info.json` and reports, with dataset name, row index and
 reason (`Issue.kind` in brackets):
 
-- role order (`role_order`): LLaMA-Factory's alternation (human/observation, then gpt/function_call, even count,
+- role order (`role_order`): LLaMA-Factory's alternation (human/observation, then gpt/function_call, even
+  count,
   ending with the assistant); an observation must answer a turn that called a tool;
 - `<image>` count differs from the `images` list (`image_count`); an image file missing (`image_missing`) or
   not decodable (`image_undecodable`);
@@ -31,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opensearch_vl.errors import DataError
 from opensearch_vl.sft.observation_format import IMAGE_PLACEHOLDER, PARALLEL_RESPONSE_SEPARATOR
 from opensearch_vl.sft.qwen_chat_format import parse_function_call_turn, parse_tool_calls
+
+from opensearch_vl.errors import DataError
 
 logger = logging.getLogger(__name__)
 
@@ -91,13 +94,15 @@ def load_dataset_info(info_path: str | Path, names: list[str] | None = None) -> 
     """Read `dataset_info.json` and return the ShareGPT entries (all, or those in `names`), paths resolved.
 
     Example:
-        >>> specs = load_dataset_info("recipes/data/dataset_info.json", ["opensearch_vl_sample"])  # doctest: +SKIP
+        >>> specs = load_dataset_info("recipes/data/dataset_info.json", ["opensearch_vl_sample"])
     """
     info_path = Path(info_path)
     try:
         info = json.loads(info_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"cannot read dataset info {info_path}: {exc}. Fix: pass LLaMA-Factory's dataset_info.json.") from exc
+        raise DataError(
+            f"cannot read dataset info {info_path}: {exc}. Fix: pass LLaMA-Factory's dataset_info.json."
+        ) from exc
     unknown = sorted(set(names or []) - set(info))
     if unknown:
         raise DataError(f"datasets {unknown} are not in {info_path}; it lists {sorted(info)}.")
@@ -124,11 +129,14 @@ def iter_rows(spec: DatasetSpec) -> Iterator[dict[str, Any]]:
     """Yield the rows of a `.json` (list) or `.jsonl` dataset file.
 
     Example:
-        >>> next(iter_rows(DatasetSpec("s", Path("recipes/data/sample/trajectories.json"))))["system"][:3]  # doctest: +SKIP
+        >>> spec = DatasetSpec("s", Path("recipes/data/sample/trajectories.json"))
+        >>> next(iter_rows(spec))["system"][:3]
         'You'
     """
     if not spec.path.exists():
-        raise DataError(f"dataset {spec.name}: file {spec.path} does not exist. Fix: download it or fix file_name.")
+        raise DataError(
+            f"dataset {spec.name}: file {spec.path} does not exist. Fix: download it or fix file_name."
+        )
     if spec.path.suffix == ".jsonl":
         with spec.path.open(encoding="utf-8") as handle:
             for line in handle:
@@ -137,7 +145,9 @@ def iter_rows(spec: DatasetSpec) -> Iterator[dict[str, Any]]:
         return
     data = json.loads(spec.path.read_text(encoding="utf-8"))
     if not isinstance(data, list):
-        raise DataError(f"dataset {spec.name}: {spec.path} must hold a JSON list of rows, got {type(data).__name__}.")
+        raise DataError(
+            f"dataset {spec.name}: {spec.path} must hold a JSON list of rows, got {type(data).__name__}."
+        )
     yield from data
 
 
@@ -145,7 +155,8 @@ def to_messages(row: dict[str, Any], spec: DatasetSpec) -> tuple[str, list[dict[
     """Return (system, messages) with LLaMA-Factory's role names (user/assistant/observation/function).
 
     Example:
-        >>> to_messages({"conversations": [{"from": "human", "value": "q"}], "system": "s"}, DatasetSpec("d", Path("x")))
+        >>> row = {"conversations": [{"from": "human", "value": "q"}], "system": "s"}
+        >>> to_messages(row, DatasetSpec("d", Path("x")))
         ('s', [{'role': 'user', 'content': 'q'}])
     """
     tags = spec.tags
@@ -158,7 +169,13 @@ def to_messages(row: dict[str, Any], spec: DatasetSpec) -> tuple[str, list[dict[
     }
     raw = row.get(spec.columns["messages"]) or []
     system = row.get(spec.columns["system"]) or ""
-    messages = [{"role": roles.get(m.get(tags["role_tag"]), m.get(tags["role_tag"])), "content": m.get(tags["content_tag"], "")} for m in raw]
+    messages = [
+        {
+            "role": roles.get(m.get(tags["role_tag"]), m.get(tags["role_tag"])),
+            "content": m.get(tags["content_tag"], ""),
+        }
+        for m in raw
+    ]
     if messages and messages[0]["role"] == "system":
         system = messages[0]["content"]
         messages = messages[1:]
@@ -169,7 +186,11 @@ def _tool_schemas(tools_value: Any) -> tuple[dict[str, dict], str | None]:
     if tools_value in (None, ""):
         return {}, None
     if not isinstance(tools_value, str):
-        return {}, f"the tools column must be a JSON string (LLaMA-Factory json.loads it), got {type(tools_value).__name__}"
+        return (
+            {},
+            "the tools column must be a JSON string (LLaMA-Factory json.loads it), got "
+            f"{type(tools_value).__name__}",
+        )
     try:
         tools = json.loads(tools_value)
     except json.JSONDecodeError as exc:
@@ -189,7 +210,10 @@ def _schema_errors(schema: dict, arguments: dict) -> list[str]:
     import jsonschema
 
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return [f"{'/'.join(map(str, e.absolute_path)) or '<arguments>'}: {e.message}" for e in validator_cls(schema).iter_errors(arguments)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '<arguments>'}: {e.message}"
+        for e in validator_cls(schema).iter_errors(arguments)
+    ]
 
 
 def _image_sizes(paths: list[Any], media_dir: Path, add: Callable[[str, str], None]) -> list[tuple[int, int]]:
@@ -238,7 +262,10 @@ def check_row(
     if tools_error:
         add("tools_json", tools_error)
     if not messages or len(messages) % 2:
-        add("role_order", f"{len(messages)} turns; LLaMA-Factory needs an even number, ending with the assistant")
+        add(
+            "role_order",
+            f"{len(messages)} turns; LLaMA-Factory needs an even number, ending with the assistant",
+        )
     pending_calls: int | None = None
     for k, message in enumerate(messages):
         role, content = message["role"], message["content"]
@@ -263,13 +290,17 @@ def check_row(
                 if call.error:
                     add("tool_call_parse", f"turn {k}: {call.error}: {call.raw[:120]!r}")
                 elif not tools_error and call.name not in schemas:
-                    add("unknown_tool", f"turn {k} calls {call.name!r}; the row's tools are {sorted(schemas)}")
+                    add(
+                        "unknown_tool", f"turn {k} calls {call.name!r}; the row's tools are {sorted(schemas)}"
+                    )
                 elif not tools_error:
                     for error in _schema_errors(schemas[call.name], call.arguments):
                         add("tool_call_schema", f"turn {k} {call.name}: {error}")
             pending_calls = len(calls)
     image_paths = row.get(spec.columns["images"]) or []
-    n_placeholders = sum(m["content"].count(IMAGE_PLACEHOLDER) for m in messages if isinstance(m["content"], str))
+    n_placeholders = sum(
+        m["content"].count(IMAGE_PLACEHOLDER) for m in messages if isinstance(m["content"], str)
+    )
     n_placeholders += system.count(IMAGE_PLACEHOLDER)
     if n_placeholders != len(image_paths):
         add("image_count", f"{n_placeholders} <image> placeholders but {len(image_paths)} images")

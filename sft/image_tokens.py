@@ -3,13 +3,16 @@
 Two resizes happen, in this order, and both are reproduced here:
 
 1. LLaMA-Factory's `_preprocess_image` (`data/mm_plugin.py`): if `w*h > image_max_pixels`, scale both sides by
-   `sqrt(image_max_pixels / (w*h))` and truncate to int; likewise up to `image_min_pixels`; then the Qwen plugin
+   `sqrt(image_max_pixels / (w*h))` and truncate to int; likewise up to `image_min_pixels`; then the Qwen
+   plugin
    raises any side below 28 to 28 and clamps aspect ratios beyond 200.
-2. The image processor's `smart_resize` (transformers `qwen2_vl/image_processing_qwen2_vl.py`): round both sides to
+2. The image processor's `smart_resize` (transformers `qwen2_vl/image_processing_qwen2_vl.py`): round both
+  sides to
    multiples of `patch_size * merge_size` within the processor's own `[min_pixels, max_pixels]`.
 
 The image then yields `(h/patch) * (w/patch) / merge**2` `<|image_pad|>` tokens, plus `<|vision_start|>` and
-`<|vision_end|>`. Qwen3-VL: patch 16, merge 2 (32-pixel grid); Qwen2/2.5-VL: patch 14, merge 2 (28-pixel grid).
+`<|vision_end|>`. Qwen3-VL: patch 16, merge 2 (32-pixel grid); Qwen2/2.5-VL: patch 14, merge 2 (28-pixel
+grid).
 
 Example:
     >>> image_pad_tokens(1024, 768, image_max_pixels=262144)
@@ -48,7 +51,9 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
         (256, 256)
     """
     if max(height, width) / min(height, width) > 200:
-        raise ValueError(f"aspect ratio {max(height, width) / min(height, width):.0f} is above Qwen-VL's limit 200")
+        raise ValueError(
+            f"aspect ratio {max(height, width) / min(height, width):.0f} is above Qwen-VL's limit 200"
+        )
     h_bar = round(height / factor) * factor
     w_bar = round(width / factor) * factor
     if h_bar * w_bar > max_pixels:
@@ -85,7 +90,8 @@ def image_pad_tokens(
     image_min_pixels: int = 32 * 32,
     geometry: VisionGeometry = QWEN3_VL_GEOMETRY,
 ) -> int:
-    """Number of `<|image_pad|>` tokens for a `width` x `height` image (add 2 for the vision start/end tokens).
+    """Number of `<|image_pad|>` tokens for a `width` x `height` image (add 2 for the vision start/end
+    tokens).
 
     `image_max_pixels` / `image_min_pixels` are LLaMA-Factory's YAML keys (defaults 768*768 and 32*32).
 

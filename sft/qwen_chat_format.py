@@ -1,6 +1,7 @@
 """Qwen-VL tool-call text: render calls exactly as the Qwen3-VL chat template does, and parse them back.
 
-An assistant turn that calls tools is its text (for example a `<think>…</think>` block) followed by one block per
+An assistant turn that calls tools is its text (for example a `<think>…</think>` block) followed by one block
+per
 call, blocks joined by a newline, with a newline between the text and the first block::
 
     <think>
@@ -11,7 +12,8 @@ call, blocks joined by a newline, with a newline between the text and the first 
     {"name": "crop", "arguments": {"image": "img_1", "x": 0, "y": 0, "width": 48, "height": 48}}
     </tool_call>
 
-The JSON is `json.dumps(..., ensure_ascii=False)` with the default separators, which is what the chat template's
+The JSON is `json.dumps(..., ensure_ascii=False)` with the default separators, which is what the chat
+template's
 `tojson` filter and LLaMA-Factory's Qwen tool formatter produce.
 
 Example:

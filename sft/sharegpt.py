@@ -28,8 +28,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opensearch_vl.errors import DataError
 from opensearch_vl.sft.observation_format import IMAGE_PLACEHOLDER, render_observation_text
+
+from opensearch_vl.errors import DataError
 
 if TYPE_CHECKING:
     from opensearch_vl.tools_env.transcript import Transcript
@@ -61,7 +62,8 @@ def transcript_to_sharegpt(
 
     Image paths are relative to `media_root` (LLaMA-Factory's `dataset_dir`/`media_dir`) when given, else
     absolute. Raises `DataError` when the episode cannot be a training sample: no steps, no final assistant
-    turn (the row would end with a tool response), or, unless `allow_invalid_steps`, a turn that did not parse.
+    turn (the row would end with a tool response), or, unless `allow_invalid_steps`, a turn that did not
+    parse.
 
     Example:
         >>> row = transcript_to_sharegpt(transcript, "data/images", media_root="data")  # doctest: +SKIP
@@ -88,8 +90,12 @@ def transcript_to_sharegpt(
 
     question = transcript.task.question
     if IMAGE_PLACEHOLDER in question:
-        raise DataError(f"transcript {tid}: the question contains the literal placeholder {IMAGE_PLACEHOLDER!r}")
-    conversations = [{"from": "human", "value": IMAGE_PLACEHOLDER * image_paths(transcript.task.image_ids) + question}]
+        raise DataError(
+            f"transcript {tid}: the question contains the literal placeholder {IMAGE_PLACEHOLDER!r}"
+        )
+    conversations = [
+        {"from": "human", "value": IMAGE_PLACEHOLDER * image_paths(transcript.task.image_ids) + question}
+    ]
     for step in transcript.steps:
         if step.action.kind == "invalid" and not allow_invalid_steps:
             raise DataError(
@@ -101,7 +107,9 @@ def transcript_to_sharegpt(
         conversations.append({"from": "gpt", "value": step.model_text})
         if step.observation is not None:
             n = image_paths(step.observation_image_ids)
-            conversations.append({"from": "observation", "value": render_observation_text(step.observation, n)})
+            conversations.append(
+                {"from": "observation", "value": render_observation_text(step.observation, n)}
+            )
     return {
         "conversations": conversations,
         "images": images,
@@ -110,7 +118,9 @@ def transcript_to_sharegpt(
     }
 
 
-def _write_image(transcript: Transcript, image_id: str, images_dir: Path, media_root: str | Path | None) -> str:
+def _write_image(
+    transcript: Transcript, image_id: str, images_dir: Path, media_root: str | Path | None
+) -> str:
     record = transcript.image(image_id)
     target = images_dir / f"{record.sha256}.png"
     if not target.exists():
@@ -133,7 +143,9 @@ def write_sharegpt_dataset(transcripts: Iterable[Transcript], out_dir: str | Pat
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = [transcript_to_sharegpt(t, out_dir / "images", media_root=out_dir) for t in transcripts]
-    (out_dir / f"{name}.json").write_text(json.dumps(rows, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    (out_dir / f"{name}.json").write_text(
+        json.dumps(rows, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     info_path = out_dir / "dataset_info.json"
     info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
     info[name] = {"file_name": f"{name}.json", **DATASET_INFO_ENTRY}

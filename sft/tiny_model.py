@@ -1,8 +1,10 @@
-"""Build a tiny, random, fully local Qwen3-VL checkpoint (model + tokenizer + processor) for tests and smoke runs.
+"""Build a tiny, random, fully local Qwen3-VL checkpoint (model + tokenizer + processor) for tests and smoke
+runs.
 
 Nothing is downloaded. The tokenizer is a small byte-level BPE trained on a fixed corpus, but it carries
 Qwen's real special tokens (`<|im_start|>`, `<|im_end|>`, `<|vision_start|>`, `<|image_pad|>`, `<tool_call>`,
-`<tool_response>`, `<think>`, …) as single tokens, so every chat-format string renders and tokenizes the way it
+`<tool_response>`, `<think>`, …) as single tokens, so every chat-format string renders and tokenizes the way
+it
 does for the real checkpoints (only the ids differ). The processor is transformers' own `Qwen3VLProcessor`
 with Qwen3-VL's image geometry (patch 16, spatial merge 2, temporal patch 2), so image token counts follow
 the real `smart_resize` formula. The model is `Qwen3VLForConditionalGeneration` with a 2-layer, 64-wide text
@@ -61,7 +63,7 @@ QWEN_ADDED_TOKENS = (
 """Qwen's added, non-special tokens (151657… in the real vocabulary)."""
 
 TINY_IMAGE_MIN_PIXELS = 32 * 32 * 4
-"""The tiny processor's `smart_resize` floor: small, so test images cost few tokens (real Qwen3-VL: 65,536)."""
+"""The tiny processor's `smart_resize` floor: small, so test images cost few tokens (Qwen3-VL: 65,536)."""
 
 TINY_IMAGE_MAX_PIXELS = 16777216
 """The processor's `smart_resize` ceiling, as in Qwen3-VL's preprocessor config."""
@@ -92,7 +94,7 @@ _CORPUS = (
     "The image shows a red square in the top left corner and a blue circle on the right.",
     "I need to crop the region to read the small text, then search for the entity.",
     "Image cropped successfully. New image ID: img_2. The answer is the Forbidden City in Beijing.",
-    'Search results: 1. [Palace Museum](https://example.org/palace) The museum was founded in 1925.',
+    "Search results: 1. [Palace Museum](https://example.org/palace) The museum was founded in 1925.",
     '{"name": "crop", "arguments": {"image": "img_1", "x": 0, "y": 0, "width": 32, "height": 32}}',
     '{"type": "function", "function": {"name": "text_search", "description": "Search the web", '
     '"parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}',
@@ -218,5 +220,7 @@ def build_tiny_qwen3vl(out_dir: str | Path, seed: int = 0, vocab_size: int = 600
     model.save_pretrained(out)
     processor.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    logger.info("tiny Qwen3-VL written to %s (%d parameters)", out, sum(p.numel() for p in model.parameters()))
+    logger.info(
+        "tiny Qwen3-VL written to %s (%d parameters)", out, sum(p.numel() for p in model.parameters())
+    )
     return out

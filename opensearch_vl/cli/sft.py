@@ -1,11 +1,14 @@
 """`opensearch-vl sft`: check SFT data before training, and diagnose the LLaMA-Factory plugin.
 
     opensearch-vl sft check recipes/data/dataset_info.json --model runs/tiny-qwen3vl \\
-        --template qwen3_vl_agentic_nothink --cutoff-len 32000 --image-max-pixels 262144 --write-clean data_clean
+        --template qwen3_vl_agentic_nothink --cutoff-len 32000 --image-max-pixels 262144 --write-clean
+        data_clean
     opensearch-vl sft doctor
 
-`check` reads every sample of every ShareGPT dataset in the file (or those named with `--dataset`) and prints one
-line per problem (`dataset[index] kind: reason`, see `opensearch_vl.sft.data_check`), then a summary. It exits 1
+`check` reads every sample of every ShareGPT dataset in the file (or those named with `--dataset`) and prints
+one
+line per problem (`dataset[index] kind: reason`, see `opensearch_vl.sft.data_check`), then a summary. It exits
+1
 when any sample has a problem, 0 otherwise. `--write-clean DIR` writes the passing rows (image paths made
 absolute) plus a `dataset_info.json` pointing at them, and `rejected.jsonl` with every dropped row's reasons.
 The length check needs `--model` (a local checkpoint folder with the tokenizer and processor config).
@@ -27,21 +30,35 @@ __all__ = ["register", "run_check", "run_doctor"]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `sft` command group (`check`, `doctor`)."""
-    parser = subparsers.add_parser("sft", help="supervised fine-tuning data checks and LLaMA-Factory plugin status")
+    parser = subparsers.add_parser(
+        "sft", help="supervised fine-tuning data checks and LLaMA-Factory plugin status"
+    )
     sub = parser.add_subparsers(dest="sft_command", metavar="SUBCOMMAND")
     check = sub.add_parser("check", help="check every sample of a dataset_info.json before training")
     check.add_argument("dataset_info", type=Path, help="LLaMA-Factory dataset_info.json")
     check.add_argument("--dataset", action="append", help="check only this entry (repeatable); default: all")
-    check.add_argument("--template", default="qwen3_vl_agentic_nothink", help="template the recipe trains with")
+    check.add_argument(
+        "--template", default="qwen3_vl_agentic_nothink", help="template the recipe trains with"
+    )
     check.add_argument("--cutoff-len", type=int, default=32000, help="the recipe's cutoff_len")
-    check.add_argument("--image-max-pixels", type=int, default=768 * 768, help="the recipe's image_max_pixels")
+    check.add_argument(
+        "--image-max-pixels", type=int, default=768 * 768, help="the recipe's image_max_pixels"
+    )
     check.add_argument("--image-min-pixels", type=int, default=32 * 32, help="the recipe's image_min_pixels")
-    check.add_argument("--model", help="local model folder (tokenizer + processor config); enables the length check")
-    check.add_argument("--media-dir", type=Path, help="base folder of relative image paths (default: the file's folder)")
-    check.add_argument("--write-clean", type=Path, metavar="DIR", help="write passing rows and a rejected.jsonl here")
+    check.add_argument(
+        "--model", help="local model folder (tokenizer + processor config); enables the length check"
+    )
+    check.add_argument(
+        "--media-dir", type=Path, help="base folder of relative image paths (default: the file's folder)"
+    )
+    check.add_argument(
+        "--write-clean", type=Path, metavar="DIR", help="write passing rows and a rejected.jsonl here"
+    )
     check.add_argument("--max-lines", type=int, default=200, help="print at most this many issue lines")
     check.set_defaults(func=run_check)
-    doctor = sub.add_parser("doctor", help="is the LLaMA-Factory template registration active in this environment?")
+    doctor = sub.add_parser(
+        "doctor", help="is the LLaMA-Factory template registration active in this environment?"
+    )
     doctor.set_defaults(func=run_doctor)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
@@ -56,9 +73,13 @@ def run_check(args: argparse.Namespace) -> int:
     if args.model:
         from opensearch_vl.plugins.llamafactory.sample_length import TemplateLengthCounter
 
-        length_fn = TemplateLengthCounter(args.model, args.template, args.image_max_pixels, args.image_min_pixels)
+        length_fn = TemplateLengthCounter(
+            args.model, args.template, args.image_max_pixels, args.image_min_pixels
+        )
     else:
-        print("note: length check skipped (pass --model <checkpoint folder> to count tokens)", file=sys.stderr)
+        print(
+            "note: length check skipped (pass --model <checkpoint folder> to count tokens)", file=sys.stderr
+        )
     kinds: Counter[str] = Counter()
     printed = total = bad = 0
     lengths: list[int] = []
@@ -75,7 +96,13 @@ def run_check(args: argparse.Namespace) -> int:
                 clean[spec.name].append(_absolute_images(row, spec, Path(media_dir)))
                 continue
             bad += 1
-            rejected.append({"dataset": spec.name, "index": index, "issues": [i.kind + ": " + i.reason for i in result.issues]})
+            rejected.append(
+                {
+                    "dataset": spec.name,
+                    "index": index,
+                    "issues": [i.kind + ": " + i.reason for i in result.issues],
+                }
+            )
             for issue in result.issues:
                 kinds[issue.kind] += 1
                 if printed < args.max_lines:
@@ -86,7 +113,10 @@ def run_check(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{k} {n}" for k, n in kinds.most_common()) or "none"
     print(f"checked {total} samples in {len(specs)} datasets: {bad} with problems ({summary})")
     if lengths:
-        print(f"token lengths (images counted): max {max(lengths)}, mean {sum(lengths) / len(lengths):.0f}, cutoff_len {args.cutoff_len}")
+        print(
+            f"token lengths (images counted): max {max(lengths)}, mean {sum(lengths) / len(lengths):.0f}, "
+            f"cutoff_len {args.cutoff_len}"
+        )
     if args.write_clean:
         _write_clean(args.write_clean, specs, clean, rejected)
         print(f"wrote {total - bad} passing rows and {bad} rejected rows to {args.write_clean}")
@@ -106,9 +136,13 @@ def _write_clean(out_dir: Path, specs, clean: dict[str, list[dict]], rejected: l
     info = {}
     for spec in specs:
         file_name = f"{spec.name}.json"
-        (out_dir / file_name).write_text(json.dumps(clean[spec.name], ensure_ascii=False) + "\n", encoding="utf-8")
+        (out_dir / file_name).write_text(
+            json.dumps(clean[spec.name], ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         info[spec.name] = {**spec.entry, "file_name": file_name}
-    (out_dir / "dataset_info.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out_dir / "dataset_info.json").write_text(
+        json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     with (out_dir / "rejected.jsonl").open("w", encoding="utf-8") as handle:
         for item in rejected:
             handle.write(json.dumps(item, ensure_ascii=False) + "\n")
@@ -149,11 +183,15 @@ def run_doctor(args: argparse.Namespace) -> int:
     site = Path(sys.prefix)
     print(
         "problem: the templates are not registered in a fresh interpreter.\n"
-        f"- hook_installed false: opensearch_vl_llamafactory.pth is missing from this environment's site-packages "
-        f"({site}); reinstall with `pip install -e .` or `pip install opensearch-vl[sft]`, and do not run Python "
+        "- hook_installed false: opensearch_vl_llamafactory.pth is missing from this environment's "
+        "site-packages "
+        f"({site}); reinstall with `pip install -e .` or `pip install opensearch-vl[sft]`, and do not run "
+        "Python "
         "with -S. On Python >= 3.18 the .pth import line is ignored; the .start file takes over (PEP 829).\n"
-        "- llamafactory missing or error set: install the supported version with `pip install 'opensearch-vl[sft]'` "
+        "- llamafactory missing or error set: install the supported version with `pip install "
+        "'opensearch-vl[sft]'` "
         "(llamafactory==0.9.5).\n"
-        "- single-process fallback without the hook: `python -m opensearch_vl.plugins.llamafactory train recipe.yaml`."
+        "- single-process fallback without the hook: `python -m opensearch_vl.plugins.llamafactory train "
+        "recipe.yaml`."
     )
     return 1

@@ -1,4 +1,5 @@
-"""LLaMA-Factory plugin: agentic multimodal chat templates, registered in every process by a `.pth` import hook.
+"""LLaMA-Factory plugin: agentic multimodal chat templates, registered in every process by a `.pth` import
+hook.
 
 After `pip install opensearch-vl[sft]`, `template: qwen3_vl_agentic_nothink` (Qwen3-VL Instruct),
 `qwen3_vl_agentic` (Qwen3-VL Thinking) and `qwen2_vl_agentic` (Qwen2/2.5-VL) work in plain

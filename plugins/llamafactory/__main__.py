@@ -1,4 +1,5 @@
-"""Fallback entry point without the `.pth` hook: `python -m opensearch_vl.plugins.llamafactory train recipe.yaml`.
+"""Fallback entry point without the `.pth` hook: `python -m opensearch_vl.plugins.llamafactory train
+recipe.yaml`.
 
 Registers the templates in this process, then runs LLaMA-Factory's own CLI with the same arguments. Only
 in-process runs see the registration: torchrun and Ray workers start fresh interpreters and need the `.pth`

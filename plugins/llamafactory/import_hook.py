@@ -56,17 +56,24 @@ _PLUGIN_TEMPLATES = ("qwen3_vl_agentic_nothink", "qwen3_vl_agentic", "qwen2_vl_a
 
 
 def _explain_on_lookup(module, exc: BaseException) -> None:
-    """Make a later lookup of one of our template names fail with the registration error, not 'does not exist'."""
+    """Make a later lookup of one of our template names fail with the registration error.
+
+    Without this, LLaMA-Factory would only say "Template … does not exist".
+    """
     original = getattr(module, "get_template_and_fix_tokenizer", None)
     if original is None or getattr(original, "_opensearch_vl_explains", False):
         return
 
     def get_template_and_fix_tokenizer(tokenizer, data_args):
-        if getattr(data_args, "template", None) in _PLUGIN_TEMPLATES and data_args.template not in module.TEMPLATES:
+        if (
+            getattr(data_args, "template", None) in _PLUGIN_TEMPLATES
+            and data_args.template not in module.TEMPLATES
+        ):
             from opensearch_vl.errors import PrerequisiteError
 
             raise PrerequisiteError(
-                f"Template {data_args.template!r} belongs to opensearch-vl, whose registration failed in this "
+                f"Template {data_args.template!r} belongs to opensearch-vl, whose registration failed in "
+                "this "
                 f"process: {exc!r}. Fix: check `opensearch-vl sft doctor`; the plugin supports "
                 "llamafactory==0.9.5 (pip install 'opensearch-vl[sft]')."
             ) from exc

@@ -7,8 +7,9 @@ the training ones), and every `<image>` is replaced by `<|vision_start|>` + n x 
 `smart_resize` with the processor config found next to the model).
 
 Example:
-    >>> counter = TemplateLengthCounter("runs/tiny-qwen3vl", "qwen3_vl_agentic_nothink", 262144)  # doctest: +SKIP
-    >>> counter([{"role": "user", "content": "<image>hi"}, {"role": "assistant", "content": "yo"}], "", "", [(96, 96)])  # doctest: +SKIP
+    >>> counter = TemplateLengthCounter("runs/tiny-qwen3vl", "qwen3_vl_agentic_nothink")  # doctest: +SKIP
+    >>> chat = [{"role": "user", "content": "<image>hi"}, {"role": "assistant", "content": "yo"}]
+    >>> counter(chat, "", "", [(96, 96)])  # doctest: +SKIP
     30
 """
 
@@ -17,9 +18,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from opensearch_vl.errors import PrerequisiteError
-from opensearch_vl.sft.image_tokens import QWEN2_VL_GEOMETRY, QWEN3_VL_GEOMETRY, VisionGeometry, image_pad_tokens
+from opensearch_vl.sft.image_tokens import (
+    QWEN2_VL_GEOMETRY,
+    QWEN3_VL_GEOMETRY,
+    VisionGeometry,
+    image_pad_tokens,
+)
 from opensearch_vl.sft.observation_format import IMAGE_PLACEHOLDER
+
+from opensearch_vl.errors import PrerequisiteError
 
 __all__ = ["TemplateLengthCounter", "read_vision_geometry"]
 
@@ -51,7 +58,7 @@ def read_vision_geometry(model_dir: str | Path, default: VisionGeometry) -> Visi
 
 
 class TemplateLengthCounter:
-    """Callable `(messages, system, tools, image_sizes) -> int` for `opensearch_vl.sft.data_check.check_row`."""
+    """Callable `(messages, system, tools, image_sizes) -> int`, the `length_fn` of `data_check.check_row`."""
 
     def __init__(
         self,
@@ -65,7 +72,9 @@ class TemplateLengthCounter:
             from llamafactory.hparams import DataArguments
             from transformers import AutoTokenizer
         except ImportError as exc:
-            raise PrerequisiteError("the length check needs LLaMA-Factory: pip install 'opensearch-vl[sft]'") from exc
+            raise PrerequisiteError(
+                "the length check needs LLaMA-Factory: pip install 'opensearch-vl[sft]'"
+            ) from exc
         self._tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
         self._template = get_template_and_fix_tokenizer(self._tokenizer, DataArguments(template=template))
         default = QWEN2_VL_GEOMETRY if template.startswith("qwen2") else QWEN3_VL_GEOMETRY
@@ -73,13 +82,19 @@ class TemplateLengthCounter:
         self.image_max_pixels = image_max_pixels
         self.image_min_pixels = image_min_pixels
         plugin = self._template.mm_plugin
-        self._start, self._pad, self._end = plugin.vision_bos_token, plugin.image_token, plugin.vision_eos_token
+        self._start, self._pad, self._end = (
+            plugin.vision_bos_token,
+            plugin.image_token,
+            plugin.vision_eos_token,
+        )
 
     def image_tokens(self, width: int, height: int) -> int:
         """`<|image_pad|>` count for one image of this size."""
         return image_pad_tokens(width, height, self.image_max_pixels, self.image_min_pixels, self.geometry)
 
-    def __call__(self, messages: list[dict[str, str]], system: str, tools: str, image_sizes: list[tuple[int, int]]) -> int:
+    def __call__(
+        self, messages: list[dict[str, str]], system: str, tools: str, image_sizes: list[tuple[int, int]]
+    ) -> int:
         sizes = iter(image_sizes)
         expanded = []
         for message in messages:

@@ -1,4 +1,5 @@
-"""Our LLaMA-Factory chat templates for agentic, multimodal tool-use SFT, and the guard that refuses over-length samples.
+"""Our LLaMA-Factory chat templates for agentic, multimodal tool-use SFT, and the guard that refuses
+over-length samples.
 
 Registered names (see `TEMPLATE_NAMES`):
 
@@ -23,7 +24,8 @@ The length guard: LLaMA-Factory truncates an over-long sample at `cutoff_len` (`
 therefore raise `SampleTooLongError` from `encode_multiturn` when the encoded sample (images expanded) is
 longer than `cutoff_len`. `cutoff_len` reaches the template through a thin wrapper around upstream
 `get_template_and_fix_tokenizer(tokenizer, data_args)` (called by every SFT workflow right after the tokenizer
-is loaded, `train/sft/workflow.py`), installed on the upstream module before `llamafactory.data` re-exports it.
+is loaded, `train/sft/workflow.py`), installed on the upstream module before `llamafactory.data` re-exports
+it.
 """
 
 from __future__ import annotations
@@ -89,17 +91,22 @@ def _make_classes(template_module: ModuleType, formatter_module: ModuleType) -> 
 
         cutoff_len: int | None = None
 
-        def encode_multiturn(self, tokenizer, messages, system=None, tools=None, discarding_history_cot=False):
+        def encode_multiturn(
+            self, tokenizer, messages, system=None, tools=None, discarding_history_cot=False
+        ):
             pairs = super().encode_multiturn(tokenizer, messages, system, tools, discarding_history_cot)
             if self.cutoff_len is not None:
                 total = sum(len(s) + len(t) for s, t in pairs) + (1 if self.efficient_eos else 0)
                 if total > self.cutoff_len:
                     raise SampleTooLongError(
                         f"A training sample is {total} tokens long (images expanded) but cutoff_len is "
-                        f"{self.cutoff_len}; first user message: {_describe(messages)}. Truncating it would cut "
-                        "through an image ('Image features and image tokens do not match') or drop the answer, "
+                        f"{self.cutoff_len}; first user message: {_describe(messages)}. Truncating it would "
+                        "cut "
+                        "through an image ('Image features and image tokens do not match') or drop the "
+                        "answer, "
                         "so it is refused. Fix: run `opensearch-vl sft check <dataset_info.json> --model "
-                        "<model> --template <name> --cutoff-len N --write-clean DIR` and train on the cleaned "
+                        "<model> --template <name> --cutoff-len N --write-clean DIR` and train on the "
+                        "cleaned "
                         "copy, or raise cutoff_len / lower image_max_pixels."
                     )
             return pairs
@@ -147,12 +154,16 @@ def _qwen_slots(formatter_module: ModuleType, system_formatter: type) -> dict[st
     FunctionFormatter = formatter_module.FunctionFormatter
     ToolFormatter = formatter_module.ToolFormatter
     return dict(
-        format_user=StringFormatter(slots=["<|im_start|>user\n{{content}}<|im_end|>\n<|im_start|>assistant\n"]),
+        format_user=StringFormatter(
+            slots=["<|im_start|>user\n{{content}}<|im_end|>\n<|im_start|>assistant\n"]
+        ),
         format_assistant=StringFormatter(slots=["{{content}}<|im_end|>\n"]),
         format_system=system_formatter(slots=["<|im_start|>system\n{{content}}<|im_end|>\n"]),
         format_function=FunctionFormatter(slots=["{{content}}<|im_end|>\n"], tool_format="qwen"),
         format_observation=StringFormatter(
-            slots=["<|im_start|>user\n<tool_response>\n{{content}}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"]
+            slots=[
+                "<|im_start|>user\n<tool_response>\n{{content}}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+            ]
         ),
         format_tools=ToolFormatter(tool_format="qwen"),
         stop_words=["<|im_end|>"],

@@ -1,5 +1,6 @@
 """The `.pth` import hook registers our templates in every fresh interpreter that imports LLaMA-Factory
-(plain CLI, torchrun workers, Ray workers), costs nothing elsewhere, and survives regular and editable installs.
+(plain CLI, torchrun workers, Ray workers), costs nothing elsewhere, and survives regular and editable
+installs.
 (The torchrun path is exercised by a real training run in tests/sft/test_sft_training.py.)"""
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ NAMES = ["qwen3_vl_agentic_nothink", "qwen3_vl_agentic", "qwen2_vl_agentic"]
 
 def run_python(code: str, python: str = sys.executable, timeout: int = 240) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FORCE_TORCHRUN", "USE_RAY")}
-    proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout, env=env, cwd="/")
+    proc = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, timeout=timeout, env=env, cwd="/"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -33,7 +36,8 @@ import llamafactory.data
 from llamafactory.data.template import TEMPLATES
 import opensearch_vl
 print(json.dumps({"before": before, "hook": hook, "names": [n for n in TEMPLATES if "agentic" in n],
-                  "wrapped": getattr(llamafactory.data.get_template_and_fix_tokenizer, "_opensearch_vl", False),
+                  "wrapped": getattr(llamafactory.data.get_template_and_fix_tokenizer, "_opensearch_vl",
+                  False),
                   "package": opensearch_vl.__file__}))
 """
 
@@ -47,12 +51,18 @@ def test_fresh_interpreter_registers_lazily():
 
 
 def test_start_up_cost_is_only_the_hook_module():
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True, check=True
+    )
     ours = [line for line in proc.stderr.splitlines() if "opensearch_vl" in line]
     assert ours, "the .pth hook did not run at start-up"
     cumulative_us = max(int(line.split("|")[1]) for line in ours)
     assert cumulative_us < 50_000, ours
-    heavy = [line for line in proc.stderr.splitlines() if line.rstrip().endswith((" torch", " llamafactory", " transformers"))]
+    heavy = [
+        line
+        for line in proc.stderr.splitlines()
+        if line.rstrip().endswith((" torch", " llamafactory", " transformers"))
+    ]
     assert heavy == []
 
 
@@ -66,7 +76,8 @@ assert "qwen3_vl_agentic_nothink" not in TEMPLATES
 from opensearch_vl.plugins.llamafactory import import_hook
 import_hook.install()
 print(json.dumps({"names": [n for n in TEMPLATES if "agentic" in n],
-                  "wrapped": getattr(llamafactory.data.get_template_and_fix_tokenizer, "_opensearch_vl", False)}))
+                  "wrapped": getattr(llamafactory.data.get_template_and_fix_tokenizer, "_opensearch_vl",
+                  False)}))
 """
     report = run_python(code)
     assert report == {"names": NAMES, "wrapped": True}
@@ -92,7 +103,12 @@ except Exception as exc:
 
 
 def test_doctor_reports_active_registration():
-    proc = subprocess.run([sys.executable, "-m", "opensearch_vl.cli.main", "sft", "doctor"], capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-m", "opensearch_vl.cli.main", "sft", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "registered: ['qwen3_vl_agentic_nothink', 'qwen3_vl_agentic', 'qwen2_vl_agentic']" in proc.stdout
 
@@ -117,17 +133,27 @@ print(json.dumps({"same_process": pid == os.getpid(), "hook": hook, "names": nam
 
 
 def _repo_copy(tmp_path: Path) -> Path:
-    ignore = shutil.ignore_patterns(".venv", ".git", "runs", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache")
+    ignore = shutil.ignore_patterns(
+        ".venv", ".git", "runs", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache"
+    )
     return Path(shutil.copytree(REPO, tmp_path / "src", ignore=ignore))
 
 
 def _venv_inheriting_this_one(tmp_path: Path) -> tuple[str, Path]:
     """A fresh venv whose sys.path also sees this environment's site-packages (fast: no dependency installs).
-    A plain path line adds the folder without running its .pth files, so only the new install's hook is active."""
+    A plain path line adds the folder without running its .pth files, so only the new install's hook is
+    active."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site / "_inherit_parent_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python, site
 
@@ -139,11 +165,27 @@ def test_pip_install_ships_the_hook(tmp_path, editable):
     python, site = _venv_inheriting_this_one(tmp_path)
     target = ["-e", str(src)] if editable else [str(src)]
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-build-isolation", *target],
-        check=True, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            *target,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert (site / "opensearch_vl_llamafactory.pth").exists()
-    assert (site / "opensearch_vl_llamafactory.start").read_text().strip() == "opensearch_vl.plugins.llamafactory.import_hook:install"
+    assert (
+        site / "opensearch_vl_llamafactory.start"
+    ).read_text().strip() == "opensearch_vl.plugins.llamafactory.import_hook:install"
     report = run_python(PROBE, python=python)
     assert report["names"] == NAMES and report["before"] == []
     expected_root = src if editable else site

@@ -15,7 +15,7 @@ def make_image(width: int, height: int, color=(200, 30, 30)):
 
 
 def lf_env() -> dict[str, str]:
-    """Environment for `llamafactory-cli` subprocesses: the venv's bin first on PATH (torchrun is found by name)."""
+    """Environment for `llamafactory-cli` subprocesses: the venv's bin first on PATH (for `torchrun`)."""
     import os
     import sys
 

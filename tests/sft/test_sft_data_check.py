@@ -1,4 +1,5 @@
-"""`opensearch-vl sft check`: every problem found with dataset, index and reason; exact lengths; clean copy."""
+"""`opensearch-vl sft check`: every problem found with dataset, index and reason; exact lengths; clean copy.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +7,22 @@ import json
 from pathlib import Path
 
 import pytest
+from opensearch_vl.sft.data_check import DatasetSpec, check_row, iter_rows, load_dataset_info, to_messages
 from sft_fixtures import REPO, make_image
 
 from opensearch_vl.cli.main import main as cli_main
-from opensearch_vl.sft.data_check import DatasetSpec, check_row, iter_rows, load_dataset_info, to_messages
 
 TOOLS = json.dumps(
-    [{"name": "crop", "parameters": {"type": "object", "properties": {"image": {"type": "string"}, "x": {"type": "integer", "minimum": 0}}, "required": ["image"]}}]
+    [
+        {
+            "name": "crop",
+            "parameters": {
+                "type": "object",
+                "properties": {"image": {"type": "string"}, "x": {"type": "integer", "minimum": 0}},
+                "required": ["image"],
+            },
+        }
+    ]
 )
 
 
@@ -21,7 +31,12 @@ def call(args, name="crop"):
 
 
 def row(turns, images=(), tools=TOOLS, system="s"):
-    return {"conversations": [{"from": f, "value": v} for f, v in turns], "images": list(images), "tools": tools, "system": system}
+    return {
+        "conversations": [{"from": f, "value": v} for f, v in turns],
+        "images": list(images),
+        "tools": tools,
+        "system": system,
+    }
 
 
 GOOD = [("human", "<image>q"), ("gpt", call({"image": "img_1"})), ("observation", "<image>ok"), ("gpt", "a")]
@@ -41,15 +56,60 @@ def broken_dataset(tmp_path) -> Path:
         row(GOOD, ["img/a.png", "img/missing.png"]),  # 3 image missing
         row(GOOD, ["img/a.png", "img/broken.png"]),  # 4 undecodable
         row(GOOD, ok, tools="[{not json"),  # 5 tools json
-        row([("human", "<image>q"), ("gpt", "<tool_call>\n{bad json}\n</tool_call>"), ("observation", "<image>ok"), ("gpt", "a")], ok),  # 6
-        row([("human", "<image>q"), ("gpt", call({}, name="zoom")), ("observation", "<image>ok"), ("gpt", "a")], ok),  # 7 unknown
-        row([("human", "<image>q"), ("gpt", call({"image": 3, "x": -1})), ("observation", "<image>ok"), ("gpt", "a")], ok),  # 8 schema
-        row([("human", "<image>q"), ("gpt", call({"image": "img_1"}) + "\n" + call({"image": "img_1"})), ("observation", "<image>ok"), ("gpt", "a")], ok),  # 9
-        row([("human", "<image>q"), ("gpt", "no call"), ("observation", "<image>ok"), ("gpt", "a")], ok),  # 10 obs w/o call
+        row(
+            [
+                ("human", "<image>q"),
+                ("gpt", "<tool_call>\n{bad json}\n</tool_call>"),
+                ("observation", "<image>ok"),
+                ("gpt", "a"),
+            ],
+            ok,
+        ),  # 6
+        row(
+            [
+                ("human", "<image>q"),
+                ("gpt", call({}, name="zoom")),
+                ("observation", "<image>ok"),
+                ("gpt", "a"),
+            ],
+            ok,
+        ),  # 7 unknown
+        row(
+            [
+                ("human", "<image>q"),
+                ("gpt", call({"image": 3, "x": -1})),
+                ("observation", "<image>ok"),
+                ("gpt", "a"),
+            ],
+            ok,
+        ),  # 8 schema
+        row(
+            [
+                ("human", "<image>q"),
+                ("gpt", call({"image": "img_1"}) + "\n" + call({"image": "img_1"})),
+                ("observation", "<image>ok"),
+                ("gpt", "a"),
+            ],
+            ok,
+        ),  # 9
+        row(
+            [("human", "<image>q"), ("gpt", "no call"), ("observation", "<image>ok"), ("gpt", "a")], ok
+        ),  # 10 obs w/o call
         row([("human", "<image>" + "long " * 400), ("gpt", "a")], ["img/a.png"]),  # 11 too long
     ]
     (tmp_path / "rows.json").write_text(json.dumps(rows))
-    info = {"broken": {"file_name": "rows.json", "formatting": "sharegpt", "columns": {"messages": "conversations", "images": "images", "system": "system", "tools": "tools"}}}
+    info = {
+        "broken": {
+            "file_name": "rows.json",
+            "formatting": "sharegpt",
+            "columns": {
+                "messages": "conversations",
+                "images": "images",
+                "system": "system",
+                "tools": "tools",
+            },
+        }
+    }
     (tmp_path / "dataset_info.json").write_text(json.dumps(info))
     return tmp_path / "dataset_info.json"
 
@@ -90,7 +150,17 @@ def test_schema_violations_name_the_argument(broken_dataset):
 
 def test_cli_reports_refuses_too_long_and_writes_a_clean_copy(broken_dataset, tiny_model, tmp_path, capsys):
     out = tmp_path / "clean"
-    argv = ["sft", "check", str(broken_dataset), "--model", str(tiny_model), "--cutoff-len", "512", "--write-clean", str(out)]
+    argv = [
+        "sft",
+        "check",
+        str(broken_dataset),
+        "--model",
+        str(tiny_model),
+        "--cutoff-len",
+        "512",
+        "--write-clean",
+        str(out),
+    ]
     assert cli_main(argv) == 1
     printed = capsys.readouterr().out
     assert "broken[11] too_long:" in printed and "> cutoff_len 512" in printed
@@ -108,16 +178,17 @@ def test_bundled_sample_is_clean_and_lengths_are_exact(tiny_model, lf_tokenizer_
     from llamafactory.data import get_template_and_fix_tokenizer
     from llamafactory.data.processor import SupervisedDatasetProcessor
     from llamafactory.hparams import DataArguments
-    from PIL import Image
-
     from opensearch_vl.plugins.llamafactory.sample_length import TemplateLengthCounter
+    from PIL import Image
 
     (spec,) = load_dataset_info(REPO / "recipes/data/dataset_info.json", ["opensearch_vl_sample"])
     counter = TemplateLengthCounter(str(tiny_model), "qwen3_vl_agentic_nothink", 65536)
     tokenizer, processor = lf_tokenizer_and_processor
     data_args = DataArguments(template="qwen3_vl_agentic_nothink", cutoff_len=100000)
     template = get_template_and_fix_tokenizer(tokenizer, data_args)
-    encoder = SupervisedDatasetProcessor(template=template, tokenizer=tokenizer, processor=processor, data_args=data_args)
+    encoder = SupervisedDatasetProcessor(
+        template=template, tokenizer=tokenizer, processor=processor, data_args=data_args
+    )
     rows = list(iter_rows(spec))
     assert len(rows) >= 8
     for index, data in enumerate(rows):
@@ -125,7 +196,9 @@ def test_bundled_sample_is_clean_and_lengths_are_exact(tiny_model, lf_tokenizer_
         assert result.issues == []
         system, messages = to_messages(data, spec)
         images = [Image.open(REPO / "recipes/data" / p) for p in data["images"]]
-        input_ids, _ = encoder._encode_data_example(messages[:-1], messages[-1:], system, data["tools"], images, [], [])
+        input_ids, _ = encoder._encode_data_example(
+            messages[:-1], messages[-1:], system, data["tools"], images, [], []
+        )
         assert result.length == len(input_ids), index
 
 

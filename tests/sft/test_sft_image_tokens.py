@@ -1,13 +1,28 @@
-"""The image-token formula used by `sft check` equals what LLaMA-Factory + the real image processor produce."""
+"""The image-token formula used by `sft check` equals what LLaMA-Factory + the image processor produce."""
 
 from __future__ import annotations
 
 import pytest
+from opensearch_vl.sft.image_tokens import (
+    QWEN2_VL_GEOMETRY,
+    QWEN3_VL_GEOMETRY,
+    image_pad_tokens,
+    smart_resize,
+)
 from sft_fixtures import make_image
 
-from opensearch_vl.sft.image_tokens import QWEN2_VL_GEOMETRY, QWEN3_VL_GEOMETRY, image_pad_tokens, smart_resize
-
-SIZES = [(96, 96), (48, 48), (1024, 768), (768, 1024), (2000, 300), (300, 2000), (31, 700), (513, 511), (4000, 3000), (20, 20)]
+SIZES = [
+    (96, 96),
+    (48, 48),
+    (1024, 768),
+    (768, 1024),
+    (2000, 300),
+    (300, 2000),
+    (31, 700),
+    (513, 511),
+    (4000, 3000),
+    (20, 20),
+]
 
 
 @pytest.mark.parametrize("geometry", [QWEN3_VL_GEOMETRY, QWEN2_VL_GEOMETRY], ids=["qwen3-vl", "qwen2.5-vl"])
@@ -24,10 +39,15 @@ def test_formula_matches_llamafactory_and_the_image_processor(geometry, image_ma
     )
     plugin = get_mm_plugin(name="qwen3_vl", image_token="<|image_pad|>", video_token="<|video_pad|>")
     for width, height in SIZES:
-        images = plugin._regularize_images([make_image(width, height)], image_max_pixels=image_max_pixels, image_min_pixels=32 * 32)["images"]
+        images = plugin._regularize_images(
+            [make_image(width, height)], image_max_pixels=image_max_pixels, image_min_pixels=32 * 32
+        )["images"]
         grid = processor(images, return_tensors="pt")["image_grid_thw"][0]
         expected = int(grid.prod()) // geometry.merge_size**2
-        assert image_pad_tokens(width, height, image_max_pixels, 32 * 32, geometry) == expected, (width, height)
+        assert image_pad_tokens(width, height, image_max_pixels, 32 * 32, geometry) == expected, (
+            width,
+            height,
+        )
 
 
 def test_smart_resize_rejects_extreme_aspect_ratios():

@@ -73,7 +73,9 @@ def test_recipe_values_parse_into_llamafactory_dataclasses():
 
     config = yaml.safe_load((REPO / "recipes/sft_smoke.yaml").read_text())
     config["output_dir"] = "/tmp/unused"
-    model_args, data_args, training_args, finetuning_args, _ = HfArgumentParser(_TRAIN_ARGS).parse_dict(config)
+    model_args, data_args, training_args, finetuning_args, _ = HfArgumentParser(_TRAIN_ARGS).parse_dict(
+        config
+    )
     assert data_args.template == "qwen3_vl_agentic_nothink"
     assert finetuning_args.finetuning_type == "full"
     assert model_args.image_max_pixels == 65536

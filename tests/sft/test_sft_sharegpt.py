@@ -7,34 +7,69 @@ import hashlib
 import json
 
 import pytest
-from sft_fixtures import make_image
-
-from opensearch_vl.errors import DataError
 from opensearch_vl.sft.data_check import check_row, iter_rows, load_dataset_info
 from opensearch_vl.sft.sharegpt import transcript_to_sharegpt, write_sharegpt_dataset
 from opensearch_vl.tools_env.images import png_bytes
 from opensearch_vl.tools_env.transcript import Action, ImageRecord, Step, TaskInfo, Transcript
+from sft_fixtures import make_image
 
-TOOLS = [{"type": "function", "function": {"name": "crop", "description": "Crop.", "parameters": {"type": "object", "properties": {"image": {"type": "string"}}, "required": ["image"]}}}]
-CALL = '<think>\nZoom in.\n</think>\n\n<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>'
+from opensearch_vl.errors import DataError
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "crop",
+            "description": "Crop.",
+            "parameters": {
+                "type": "object",
+                "properties": {"image": {"type": "string"}},
+                "required": ["image"],
+            },
+        },
+    }
+]
+CALL = '<think>\nZoom in.\n</think>\n\n<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>'  # noqa: E501
 
 
 def add(transcript, image_id, image, origin, step=None):
     png = png_bytes(image)
-    record = ImageRecord(id=image_id, sha256=hashlib.sha256(png).hexdigest(), width=image.width, height=image.height, origin=origin, step_index=step)
+    record = ImageRecord(
+        id=image_id,
+        sha256=hashlib.sha256(png).hexdigest(),
+        width=image.width,
+        height=image.height,
+        origin=origin,
+        step_index=step,
+    )
     transcript.add_image(record, png)
 
 
 def episode(task_id="q1", answer=True) -> Transcript:
-    t = Transcript(task=TaskInfo(id=task_id, question="What color?", image_ids=["img_1"]), system_prompt="Be careful.", tools=TOOLS)
+    t = Transcript(
+        task=TaskInfo(id=task_id, question="What color?", image_ids=["img_1"]),
+        system_prompt="Be careful.",
+        tools=TOOLS,
+    )
     add(t, "img_1", make_image(96, 96, (10, 200, 10)), "task")
     add(t, "img_2", make_image(48, 48, (10, 200, 10)), "crop", step=0)
     steps = [
-        Step(index=0, model_text=CALL, action=Action(kind="tool_call", tool="crop", arguments={"image": "img_1"}, well_formed=True),
-             observation="Image cropped successfully. New image ID: img_2", observation_image_ids=["img_2"]),
+        Step(
+            index=0,
+            model_text=CALL,
+            action=Action(kind="tool_call", tool="crop", arguments={"image": "img_1"}, well_formed=True),
+            observation="Image cropped successfully. New image ID: img_2",
+            observation_image_ids=["img_2"],
+        ),
     ]
     if answer:
-        steps.append(Step(index=1, model_text="<think>\nGreen.\n</think>\n\n<response>green</response>", action=Action(kind="answer", answer="green")))
+        steps.append(
+            Step(
+                index=1,
+                model_text="<think>\nGreen.\n</think>\n\n<response>green</response>",
+                action=Action(kind="answer", answer="green"),
+            )
+        )
     t.steps = steps
     t.termination = "answer" if answer else "max_turns"
     return t
@@ -70,15 +105,27 @@ def test_round_trip_through_llamafactory_loader(tmp_path, lf_tokenizer_and_proce
     assert len(list((tmp_path / "data" / "images").iterdir())) == 2  # shared images written once
 
     tokenizer, processor = lf_tokenizer_and_processor
-    data_args = DataArguments(template="qwen3_vl_agentic_nothink", dataset="from_transcripts", dataset_dir=str(info.parent), cutoff_len=4096)
+    data_args = DataArguments(
+        template="qwen3_vl_agentic_nothink",
+        dataset="from_transcripts",
+        dataset_dir=str(info.parent),
+        cutoff_len=4096,
+    )
     model_args = ModelArguments(model_name_or_path=str(tiny_model), image_max_pixels=65536)
     training_args = Seq2SeqTrainingArguments(output_dir=str(tmp_path / "out"), report_to="none")
     template = get_template_and_fix_tokenizer(tokenizer, data_args)
-    dataset = get_dataset(template, model_args, data_args, training_args, "sft", tokenizer, processor)["train_dataset"]
+    dataset = get_dataset(template, model_args, data_args, training_args, "sft", tokenizer, processor)[
+        "train_dataset"
+    ]
     assert len(dataset) == 2
     example = dataset[0]
     text = tokenizer.decode(example["input_ids"], skip_special_tokens=False)
     assert text.startswith("<|im_start|>system\nBe careful.\n\n# Tools\n\n")
-    assert "<|im_start|>user\n<tool_response>\n<|vision_start|>" + "<|image_pad|>" * 4 + "<|vision_end|>Image cropped" in text
+    assert (
+        "<|im_start|>user\n<tool_response>\n<|vision_start|>"
+        + "<|image_pad|>" * 4
+        + "<|vision_end|>Image cropped"
+        in text
+    )
     trained = tokenizer.decode([t for t in example["labels"] if t != IGNORE_INDEX], skip_special_tokens=False)
     assert trained == CALL + "<|im_end|>\n<think>\nGreen.\n</think>\n\n<response>green</response><|im_end|>\n"

@@ -12,12 +12,21 @@ from __future__ import annotations
 import json
 
 import pytest
+from opensearch_vl.sft.qwen_chat_format import render_assistant_turn
 from sft_fixtures import make_image
 
-from opensearch_vl.sft.qwen_chat_format import render_assistant_turn
-
 TOOLS = json.dumps(
-    [{"name": "crop", "description": "Crop an image.", "parameters": {"type": "object", "properties": {"image": {"type": "string"}}, "required": ["image"]}}]
+    [
+        {
+            "name": "crop",
+            "description": "Crop an image.",
+            "parameters": {
+                "type": "object",
+                "properties": {"image": {"type": "string"}},
+                "required": ["image"],
+            },
+        }
+    ]
 )
 TOOLS_BLOCK = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
@@ -39,7 +48,9 @@ def encode(template_name, messages, system, tools, images, tok_proc):
     from llamafactory.hparams import DataArguments
 
     tokenizer, processor = tok_proc
-    template = get_template_and_fix_tokenizer(tokenizer, DataArguments(template=template_name, cutoff_len=8192))
+    template = get_template_and_fix_tokenizer(
+        tokenizer, DataArguments(template=template_name, cutoff_len=8192)
+    )
     messages = template.mm_plugin.process_messages(messages, images, [], [], processor)
     return tokenizer, template.encode_multiturn(tokenizer, messages, system, tools)
 
@@ -52,7 +63,11 @@ def rendered(template_name, messages, system, tools, images, tok_proc) -> str:
 def test_system_tools_call_and_image_observation(lf_tokenizer_and_processor):
     messages = [
         {"role": "user", "content": "<image>What color is the square?"},
-        {"role": "assistant", "content": '<think>\nCrop it.\n</think>\n\n<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>'},
+        {
+            "role": "assistant",
+            "content": "<think>\nCrop it.\n</think>\n\n<tool_call>\n"
+            '{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>',
+        },
         {"role": "observation", "content": "<image>Image cropped successfully. New image ID: img_2"},
         {"role": "assistant", "content": "<response>red</response>"},
     ]
@@ -61,17 +76,24 @@ def test_system_tools_call_and_image_observation(lf_tokenizer_and_processor):
         "<|im_start|>user\n" + vision(9) + "What color is the square?<|im_end|>\n"
         "<|im_start|>assistant\n<think>\nCrop it.\n</think>\n\n<tool_call>\n"
         '{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call><|im_end|>\n'
-        "<|im_start|>user\n<tool_response>\n" + vision(4) + "Image cropped successfully. New image ID: img_2\n"
+        "<|im_start|>user\n<tool_response>\n"
+        + vision(4)
+        + "Image cropped successfully. New image ID: img_2\n"
         "</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n<response>red</response><|im_end|>\n"
     )
     images = [make_image(96, 96), make_image(48, 48)]
-    got = rendered("qwen3_vl_agentic_nothink", messages, "You are an agent.", TOOLS, images, lf_tokenizer_and_processor)
+    got = rendered(
+        "qwen3_vl_agentic_nothink", messages, "You are an agent.", TOOLS, images, lf_tokenizer_and_processor
+    )
     assert got == expected
 
 
 def test_empty_system_with_tools_parallel_calls_two_images(lf_tokenizer_and_processor):
-    calls = [{"name": "crop", "arguments": {"image": "img_1"}}, {"name": "crop", "arguments": {"image": "img_1"}}]
+    calls = [
+        {"name": "crop", "arguments": {"image": "img_1"}},
+        {"name": "crop", "arguments": {"image": "img_1"}},
+    ]
     messages = [
         {"role": "user", "content": "<image>Compare the corners."},
         {"role": "function", "content": json.dumps(calls)},
@@ -84,8 +106,11 @@ def test_empty_system_with_tools_parallel_calls_two_images(lf_tokenizer_and_proc
         "<|im_start|>assistant\n"
         '<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call><|im_end|>\n'
-        "<|im_start|>user\n<tool_response>\n" + vision(4) + "left\n</tool_response>\n<tool_response>\n"
-        + vision(4) + "right\n</tool_response><|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\n"
+        + vision(4)
+        + "left\n</tool_response>\n<tool_response>\n"
+        + vision(4)
+        + "right\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\nBoth are red.<|im_end|>\n"
     )
     images = [make_image(96, 96), make_image(48, 48), make_image(48, 48)]
@@ -105,22 +130,32 @@ def test_multi_turn_dialogue_without_tools(lf_tokenizer_and_processor):
     ]
     expected = (
         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
-        "<|im_start|>user\n" + vision(9) + "And this?<|im_end|>\n<|im_start|>assistant\nA red square.<|im_end|>\n"
+        "<|im_start|>user\n"
+        + vision(9)
+        + "And this?<|im_end|>\n<|im_start|>assistant\nA red square.<|im_end|>\n"
     )
-    got = rendered("qwen3_vl_agentic_nothink", messages, "", None, [make_image(96, 96)], lf_tokenizer_and_processor)
+    got = rendered(
+        "qwen3_vl_agentic_nothink", messages, "", None, [make_image(96, 96)], lf_tokenizer_and_processor
+    )
     assert got == expected
 
 
 def test_thinking_variant_adds_empty_thought_only_where_missing(lf_tokenizer_and_processor):
     messages = [
         {"role": "user", "content": "Q"},
-        {"role": "assistant", "content": '<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>'},
+        {
+            "role": "assistant",
+            "content": '<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>',
+        },
         {"role": "observation", "content": "done"},
         {"role": "assistant", "content": "<think>\nI see it.\n</think>\n\nA"},
     ]
     expected = (
-        "<|im_start|>system\n" + TOOLS_BLOCK + "<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"
-        '<think>\n\n</think>\n\n<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call><|im_end|>\n'
+        "<|im_start|>system\n"
+        + TOOLS_BLOCK
+        + "<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"
+        '<think>\n\n</think>\n\n<tool_call>\n{"name": "crop", "arguments": {"image": '
+        '"img_1"}}\n</tool_call><|im_end|>\n'
         "<|im_start|>user\n<tool_response>\ndone\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
         "<think>\nI see it.\n</think>\n\nA<|im_end|>\n"
     )
@@ -137,9 +172,12 @@ def test_qwen2_vl_variant_keeps_its_default_system(lf_tokenizer_and_processor):
 
 
 def test_framework_free_renderer_matches_the_template_rendering():
-    text = render_assistant_turn("<think>\nCrop it.\n</think>\n", [("crop", {"image": "img_1"}), ("crop", {"image": "img_2"})])
+    text = render_assistant_turn(
+        "<think>\nCrop it.\n</think>\n", [("crop", {"image": "img_1"}), ("crop", {"image": "img_2"})]
+    )
     assert text == (
-        '<think>\nCrop it.\n</think>\n\n<tool_call>\n{"name": "crop", "arguments": {"image": "img_1"}}\n</tool_call>\n'
+        '<think>\nCrop it.\n</think>\n\n<tool_call>\n{"name": "crop", "arguments": {"image": '
+        '"img_1"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "crop", "arguments": {"image": "img_2"}}\n</tool_call>'
     )
 
@@ -160,8 +198,12 @@ def test_loss_covers_assistant_turns_only(lf_tokenizer_and_processor):
         {"role": "observation", "content": "<image>OBSERVED"},
     ]
     response = [{"role": "assistant", "content": "ANSWER"}]
-    encoder = SupervisedDatasetProcessor(template=template, tokenizer=tokenizer, processor=processor, data_args=data_args)
-    input_ids, labels = encoder._encode_data_example(prompt, response, "", TOOLS, [make_image(96, 96), make_image(48, 48)], [], [])
+    encoder = SupervisedDatasetProcessor(
+        template=template, tokenizer=tokenizer, processor=processor, data_args=data_args
+    )
+    input_ids, labels = encoder._encode_data_example(
+        prompt, response, "", TOOLS, [make_image(96, 96), make_image(48, 48)], [], []
+    )
     trained = tokenizer.decode([t for t in labels if t != IGNORE_INDEX], skip_special_tokens=False)
     assert trained == call + "<|im_end|>\nANSWER<|im_end|>\n"
     pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
@@ -172,7 +214,6 @@ def test_loss_covers_assistant_turns_only(lf_tokenizer_and_processor):
 @pytest.mark.parametrize("name", ["qwen3_vl_agentic_nothink", "qwen3_vl_agentic", "qwen2_vl_agentic"])
 def test_registered_templates_match_the_declared_names(name):
     from llamafactory.data.template import TEMPLATES
-
     from opensearch_vl.plugins.llamafactory import TEMPLATE_NAMES
     from opensearch_vl.plugins.llamafactory.templates import TEMPLATE_NAMES as IMPLEMENTED
 

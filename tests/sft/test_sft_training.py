@@ -16,12 +16,21 @@ pytestmark = pytest.mark.slow
 def train(tiny_model, out_dir, *overrides, extra_env=None, timeout=240):
     env = lf_env()
     env.update(extra_env or {})
-    args = ["llamafactory-cli", "train", "recipes/sft_smoke.yaml", f"model_name_or_path={tiny_model}", f"output_dir={out_dir}", *overrides]
+    args = [
+        "llamafactory-cli",
+        "train",
+        "recipes/sft_smoke.yaml",
+        f"model_name_or_path={tiny_model}",
+        f"output_dir={out_dir}",
+        *overrides,
+    ]
     return subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def losses(out_dir):
-    rows = [json.loads(line) for line in (out_dir / "trainer_log.jsonl").read_text().splitlines() if line.strip()]
+    rows = [
+        json.loads(line) for line in (out_dir / "trainer_log.jsonl").read_text().splitlines() if line.strip()
+    ]
     return [row["loss"] for row in rows if "loss" in row]
 
 
@@ -39,10 +48,17 @@ def test_smoke_recipe_trains_and_the_model_reloads_and_generates(tiny_model, tmp
 
     model = AutoModelForImageTextToText.from_pretrained(out)
     processor = AutoProcessor.from_pretrained(out)
-    prompt = "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>What color?<|im_end|>\n<|im_start|>assistant\n"
+    prompt = (
+        "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>What color?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     from PIL import Image
 
-    inputs = processor(text=[prompt], images=[Image.open(REPO / "recipes/data/sample/images/scene_0.png")], return_tensors="pt")
+    inputs = processor(
+        text=[prompt],
+        images=[Image.open(REPO / "recipes/data/sample/images/scene_0.png")],
+        return_tensors="pt",
+    )
     with torch.no_grad():
         generated = model.generate(**inputs, max_new_tokens=8, do_sample=False)
     new_tokens = generated[0, inputs["input_ids"].shape[1] :]
