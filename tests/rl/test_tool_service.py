@@ -35,7 +35,7 @@ def test_ray_pool_matches_in_process_results():
             store.add(Image.new("RGB", (32, 32), (200, 10, 30)))
             crop = await env.execute("crop", {"image": "img_2", "x": 4, "y": 4, "width": 10, "height": 8}, store)
             sharp = [await env.execute("sharpen", {"image": "img_3"}, store) for _ in range(8)]  # one episode: in turn
-            bad = await env.execute("crop", {"image": "img_9", "x": 0, "y": 0, "width": 1, "height": 1}, store)
+            bad = await env.execute("crop", {"image": "img_99", "x": 0, "y": 0, "width": 1, "height": 1}, store)
             return store, crop, sharp, bad
 
         r_store, r_crop, r_sharp, r_bad = asyncio.run(calls(remote))
