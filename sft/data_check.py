@@ -207,7 +207,12 @@ def _tool_schemas(tools_value: Any) -> tuple[dict[str, dict], str | None]:
 
 
 def _schema_errors(schema: dict, arguments: dict) -> list[str]:
-    import jsonschema
+    try:
+        import jsonschema
+    except ImportError as exc:
+        from opensearch_vl.errors import PrerequisiteError
+
+        raise PrerequisiteError("tool-call schema checks need jsonschema: pip install 'opensearch-vl[sft]'") from exc
 
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return [
