@@ -212,7 +212,9 @@ def _schema_errors(schema: dict, arguments: dict) -> list[str]:
     except ImportError as exc:
         from opensearch_vl.errors import PrerequisiteError
 
-        raise PrerequisiteError("tool-call schema checks need jsonschema: pip install 'opensearch-vl[sft]'") from exc
+        raise PrerequisiteError(
+            "tool-call schema checks need jsonschema: pip install 'opensearch-vl[sft]'"
+        ) from exc
 
     validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return [
