@@ -5,7 +5,8 @@
 Both sides run the same real tool (default ``sharpen``, OpenCV unsharp mask) on the same image, all calls
 issued at once (``asyncio.gather``). In-process: one ``ToolEnvironment`` (CPU work in worker threads). Ray: a
 :class:`~opensearch_vl.rl.tool_service.RemoteToolEnvironment` over ``--actors`` tool actors, with the image
-shipped as PNG each call and the produced image shipped back. The ratio is Ray wall time / in-process wall time.
+shipped as PNG each call and the produced image shipped back. The ratio is Ray wall
+time / in-process wall time.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ def main() -> None:
     args = parser.parse_args()
 
     import ray
-
     from opensearch_vl.rl.agent import ToolServiceSettings
     from opensearch_vl.rl.tool_service import RemoteToolEnvironment, start_tool_pool
     from opensearch_vl.tools_env.config import ToolEnvConfig
@@ -61,8 +61,9 @@ def main() -> None:
     t_local = asyncio.run(burst(local, args.tool, args.calls, args.size))
 
     ray.init(num_cpus=max(2, args.actors), include_dashboard=False, log_to_driver=False)
-    service = ToolServiceSettings(mode="ray", num_actors=args.actors, max_concurrent_calls=args.calls,
-                                  name="bench_tools")
+    service = ToolServiceSettings(
+        mode="ray", num_actors=args.actors, max_concurrent_calls=args.calls, name="bench_tools"
+    )
     remote = RemoteToolEnvironment(config, start_tool_pool(config, service))
     asyncio.run(burst(remote, args.tool, 16, args.size))  # warm-up: actors started, tools built
     t_ray = asyncio.run(burst(remote, args.tool, args.calls, args.size))

@@ -24,9 +24,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from opensearch_vl.errors import ConfigError, DataError
 from opensearch_vl.eval.judge import JudgeConfig
 from opensearch_vl.rl.reward import CompositeReward, RewardConfig, eval_judges
 from opensearch_vl.rl.workflow_core import FatalConfig, ScoredEpisode, score_episode
@@ -35,9 +32,19 @@ from opensearch_vl.tools_env.policy import ChatPolicy
 from opensearch_vl.tools_env.runner import EpisodeLimits, run_episode
 from opensearch_vl.tools_env.task import Task
 from opensearch_vl.tools_env.transcript import Transcript
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["ToolServiceSettings", "RLAgentSettings", "load_settings", "task_from_row", "build_reward", "rollout",
-           "CONFIG_ENV"]
+from opensearch_vl.errors import ConfigError, DataError
+
+__all__ = [
+    "ToolServiceSettings",
+    "RLAgentSettings",
+    "load_settings",
+    "task_from_row",
+    "build_reward",
+    "rollout",
+    "CONFIG_ENV",
+]
 
 CONFIG_ENV = "OPENSEARCH_VL_RL_CONFIG"
 """Environment variable naming a YAML file of :class:`RLAgentSettings` (used when no mapping is given)."""
@@ -84,7 +91,8 @@ class RLAgentSettings(BaseModel):
 
 
 def load_settings(value: Any = None) -> RLAgentSettings:
-    """Settings from a mapping / settings object, else from the YAML named by ``$OPENSEARCH_VL_RL_CONFIG``, else
+    """Settings from a mapping / settings object, else from the YAML named by ``$OPENSEARCH_VL_RL_CONFIG``,
+    else
     defaults. Every problem is reported at once, naming the key.
 
     Example:
@@ -129,7 +137,8 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def task_from_row(row: Mapping[str, Any], *, index: int | None = None) -> Task:
-    """A dataset row (``rl prepare`` layout, or the released recipe's ``question``/``answer``/``images``) → Task.
+    """A dataset row (``rl prepare`` layout, or the released recipe's ``question``/``answer``/``images``) →
+    Task.
 
     Accepts ``answer`` (str or list) or ``answers``; ``images`` (list) or ``image`` (one), each anything the
     image store accepts (path, bytes, ``{"bytes", "path"}`` dict). A ``"image_id: 1 \\n Question: …"`` prefix
@@ -147,10 +156,19 @@ def task_from_row(row: Mapping[str, Any], *, index: int | None = None) -> Task:
     answers = [str(a) for a in _as_list(row.get("answers", row.get("answer")))]
     images = _as_list(row.get("images", row.get("image")))
     task_id = row.get("id", index if index is not None else "")
-    metadata = {k: v for k, v in row.items() if k not in ("question", "answer", "answers", "images", "image", "id")
-                and _jsonable(v)}
-    return Task(id=str(task_id), question=question, answers=answers, images=images,
-                benchmark=str(row.get("data_source")) if row.get("data_source") else None, metadata=metadata)
+    metadata = {
+        k: v
+        for k, v in row.items()
+        if k not in ("question", "answer", "answers", "images", "image", "id") and _jsonable(v)
+    }
+    return Task(
+        id=str(task_id),
+        question=question,
+        answers=answers,
+        images=images,
+        benchmark=str(row.get("data_source")) if row.get("data_source") else None,
+        metadata=metadata,
+    )
 
 
 def _jsonable(value: Any) -> bool:
@@ -172,8 +190,9 @@ def build_reward(settings: RLAgentSettings) -> CompositeReward:
     return CompositeReward(settings.reward, answer_judge=answer, process_judge=process)
 
 
-async def rollout(policy: ChatPolicy, task: Task, env: Any, settings: RLAgentSettings,
-                  reward: CompositeReward) -> tuple[Transcript, ScoredEpisode]:
+async def rollout(
+    policy: ChatPolicy, task: Task, env: Any, settings: RLAgentSettings, reward: CompositeReward
+) -> tuple[Transcript, ScoredEpisode]:
     """Run one episode and score it; never raises for model or tool failures (they are terminations).
 
     Example:

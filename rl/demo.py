@@ -36,7 +36,9 @@ MINI_DIR = Path(__file__).resolve().parents[1] / "eval" / "data" / "mini"
 AdvantageFn = Callable[[Sequence[TokenRow], Sequence[ScoredEpisode], Sequence[str]], list[float]]
 """``(rows, scored, group_ids) -> per-row advantage`` (the scalar on the row's trainable tokens)."""
 
-_BAD_CALL = '<think>Let me search.</think>\n<tool_call>\n{"name": "text_search", "arguments": {"q": }}\n</tool_call>'
+_BAD_CALL = (
+    '<think>Let me search.</think>\n<tool_call>\n{"name": "text_search", "arguments": {"q": }}\n</tool_call>'
+)
 _WRONG = "<think>I am fairly sure.</think>\n<response>I do not know. \\boxed{unknown}</response>"
 
 
@@ -69,14 +71,18 @@ class DemoResult:
 
     def table(self) -> str:
         """A fixed-width table: reward components, fatal step, clamp."""
-        head = (f"{'task':<20} {'rollout':<14} {'end':<14} {'steps':>5} {'fatal@':>6} {'r_fmt':>6} {'r_acc':>5} "
-                f"{'r_q':>4} {'reward':>6} {'train_tok':>9} {'imgs':>4} {'adv':>7} clamp")
+        head = (
+            f"{'task':<20} {'rollout':<14} {'end':<14} {'steps':>5} {'fatal@':>6} {'r_fmt':>6} {'r_acc':>5} "
+            f"{'r_q':>4} {'reward':>6} {'train_tok':>9} {'imgs':>4} {'adv':>7} clamp"
+        )
         lines = [head, "-" * len(head)]
         for r in self.rows:
             fatal = "-" if r.fatal_step is None else str(r.fatal_step)
-            lines.append(f"{r.task_id:<20} {r.variant:<14} {r.termination:<14} {r.steps:>5} {fatal:>6} "
-                         f"{r.r_fmt:>6.2f} {r.r_acc:>5.1f} {r.r_query:>4.1f} {r.reward:>6.3f} {r.trainable_tokens:>9} "
-                         f"{r.images:>4} {r.advantage:>+7.3f} {'yes' if r.clamped else ''}")
+            lines.append(
+                f"{r.task_id:<20} {r.variant:<14} {r.termination:<14} {r.steps:>5} {fatal:>6} "
+                f"{r.r_fmt:>6.2f} {r.r_acc:>5.1f} {r.r_query:>4.1f} {r.reward:>6.3f} {r.trainable_tokens:>9} "
+                f"{r.images:>4} {r.advantage:>+7.3f} {'yes' if r.clamped else ''}"
+            )
         return "\n".join(lines)
 
 
@@ -89,13 +95,20 @@ def _variants(oracle: list[str]) -> dict[str, list[str]]:
     }
 
 
-async def run_demo(out_dir: str | Path, *, advantage_fn: AdvantageFn, model_dir: str | Path | None = None,
-                   tasks: int = 3, settings: RLAgentSettings | None = None) -> DemoResult:
+async def run_demo(
+    out_dir: str | Path,
+    *,
+    advantage_fn: AdvantageFn,
+    model_dir: str | Path | None = None,
+    tasks: int = 3,
+    settings: RLAgentSettings | None = None,
+) -> DemoResult:
     """Run the demo and write its transcripts and table under ``out_dir``.
 
     Args:
         advantage_fn: computes the advantages of the rollout rows (the CLI uses verl's ``compute_advantage``).
-        model_dir: a local Qwen3-VL checkpoint for the processor; ``None`` builds the tiny one under ``out_dir``.
+        model_dir: a local Qwen3-VL checkpoint for the processor; ``None`` builds the tiny one under
+        ``out_dir``.
         tasks: how many mini-benchmark tasks (each gets a group of 4 rollouts).
     """
     from transformers import AutoProcessor
@@ -109,18 +122,29 @@ async def run_demo(out_dir: str | Path, *, advantage_fn: AdvantageFn, model_dir:
     processor = AutoProcessor.from_pretrained(str(model_dir))
     tokenizer = processor.tokenizer
     settings = settings or RLAgentSettings.model_validate(
-        {"tools": {"image_roots": [str(MINI_DIR)]}, "limits": {"max_turns": 8},
-         "system_prompt": "You are a visual research agent. Use one tool per turn.\nTools:\n{tools}"})
+        {
+            "tools": {"image_roots": [str(MINI_DIR)]},
+            "limits": {"max_turns": 8},
+            "system_prompt": "You are a visual research agent. Use one tool per turn.\nTools:\n{tools}",
+        }
+    )
     env = ToolEnvironment(settings.tools)
     reward = build_reward(settings)
     renderer = ChatRenderer(processor)
     cases = [json.loads(line) for line in (MINI_DIR / "mini.jsonl").read_text().splitlines() if line.strip()]
-    oracles = {json.loads(line)["id"]: json.loads(line)["turns"]
-               for line in (MINI_DIR / "oracle_turns.jsonl").read_text().splitlines() if line.strip()}
+    oracles = {
+        json.loads(line)["id"]: json.loads(line)["turns"]
+        for line in (MINI_DIR / "oracle_turns.jsonl").read_text().splitlines()
+        if line.strip()
+    }
     jobs = []
     for case in [c for c in cases if c["id"] in oracles][:tasks]:
-        row = {"id": case["id"], "question": case["question"], "answers": case["answers"],
-               "images": [str(MINI_DIR / case["image"])]}
+        row = {
+            "id": case["id"],
+            "question": case["question"],
+            "answers": case["answers"],
+            "images": [str(MINI_DIR / case["image"])],
+        }
         for variant, turns in _variants(oracles[case["id"]]).items():
             jobs.append((task_from_row(row), variant, turns))
 
@@ -135,22 +159,42 @@ async def run_demo(out_dir: str | Path, *, advantage_fn: AdvantageFn, model_dir:
 
     results: list[tuple[Transcript, ScoredEpisode, TokenRow]] = await asyncio.gather(*(one(*j) for j in jobs))
     await env.aclose()
-    advantages = advantage_fn([r for _, _, r in results], [s for _, s, _ in results], [t.id for t, _, _ in jobs])
+    advantages = advantage_fn(
+        [r for _, _, r in results], [s for _, s, _ in results], [t.id for t, _, _ in jobs]
+    )
     rtilde = _normalized([s.reward.total for _, s, _ in results], [t.id for t, _, _ in jobs])
     rows = []
-    for (task, variant, _), (transcript, scored, token_row), adv, rt in zip(jobs, results, advantages, rtilde):
+    for (task, variant, _), (transcript, scored, token_row), adv, rt in zip(
+        jobs, results, advantages, rtilde
+    ):
         transcript.save(out / "transcripts" / f"{task.id}__{variant}.json")
         o, r = scored.outcome, scored.reward
-        rows.append(DemoRow(task.id, variant, o.termination, o.num_steps, o.fatal_step_index, o.is_fatal, r.r_fmt,
-                            r.r_acc, r.r_query, r.total, sum(token_row.response_mask), len(token_row.images),
-                            float(adv), bool(o.is_fatal and rt < 0)))
+        rows.append(
+            DemoRow(
+                task.id,
+                variant,
+                o.termination,
+                o.num_steps,
+                o.fatal_step_index,
+                o.is_fatal,
+                r.r_fmt,
+                r.r_acc,
+                r.r_query,
+                r.total,
+                sum(token_row.response_mask),
+                len(token_row.images),
+                float(adv),
+                bool(o.is_fatal and rt < 0),
+            )
+        )
     result = DemoResult(rows, out)
     (out / "rl_demo_table.txt").write_text(result.table() + "\n")
     return result
 
 
 def _normalized(rewards: list[float], groups: list[str]) -> list[float]:
-    """r̃ = (r − mean) / (std + 1e-6) per group (unbiased std, as verl's GRPO), to report which rows were clamped."""
+    """r̃ = (r − mean) / (std + 1e-6) per group (unbiased std, as verl's GRPO), to report which rows were
+    clamped."""
     import statistics
 
     out = []
@@ -164,5 +208,9 @@ def _normalized(rewards: list[float], groups: list[str]) -> list[float]:
 def demo_summary(result: DemoResult) -> dict[str, Any]:
     """Counts for a report: rollouts, fatal, clamped, mean reward."""
     rows = result.rows
-    return {"rollouts": len(rows), "fatal": sum(r.is_fatal for r in rows), "clamped": sum(r.clamped for r in rows),
-            "mean_reward": sum(r.reward for r in rows) / max(1, len(rows))}
+    return {
+        "rollouts": len(rows),
+        "fatal": sum(r.is_fatal for r in rows),
+        "clamped": sum(r.clamped for r in rows),
+        "mean_reward": sum(r.reward for r in rows) / max(1, len(rows)),
+    }

@@ -1,4 +1,5 @@
-"""RL data preparation: an RL parquet/JSONL (question, answer, image bytes or paths) → rLLM rows + verl parquet.
+"""RL data preparation: an RL parquet/JSONL (question, answer, image bytes or paths) → rLLM rows + verl
+parquet.
 
 Input layout (SearchVL-RL-8k / Vision-DeepResearch RL demo, paper §4.2): one row per question with
 ``question``, ``answer`` (str or list; ``answers`` also accepted) and ``image`` or ``images`` (bytes, a
@@ -30,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opensearch_vl.errors import DataError, ToolError
 from opensearch_vl.tools_env.images import decode_image
+
+from opensearch_vl.errors import DataError, ToolError
 
 __all__ = ["PrepareReport", "prepare_rl_data", "read_rows", "AGENT_NAME"]
 
@@ -104,9 +106,16 @@ def _load(source: Any, base: Path) -> bytes:
     raise ValueError(f"unsupported image value of type {type(source).__name__}")
 
 
-def prepare_rl_data(input_path: str | Path, out_dir: str | Path, *, test_fraction: float = 0.1, seed: int = 42,
-                    data_source: str = "searchvl_rl", max_rows: int | None = None,
-                    skip_bad: bool = False) -> PrepareReport:
+def prepare_rl_data(
+    input_path: str | Path,
+    out_dir: str | Path,
+    *,
+    test_fraction: float = 0.1,
+    seed: int = 42,
+    data_source: str = "searchvl_rl",
+    max_rows: int | None = None,
+    skip_bad: bool = False,
+) -> PrepareReport:
     """Convert an RL file (see the module docstring); every image must decode or the row is reported.
 
     Args:
@@ -115,7 +124,6 @@ def prepare_rl_data(input_path: str | Path, out_dir: str | Path, *, test_fractio
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
-
     from opensearch_vl.tools_env.images import png_bytes
 
     if not 0.0 <= test_fraction < 1.0:
@@ -130,7 +138,9 @@ def prepare_rl_data(input_path: str | Path, out_dir: str | Path, *, test_fractio
             break
         question = str(row.get("question") or "").strip()
         answers = row.get("answers", row.get("answer"))
-        answers = [str(a) for a in (answers if isinstance(answers, (list, tuple)) else [answers]) if a is not None]
+        answers = [
+            str(a) for a in (answers if isinstance(answers, (list, tuple)) else [answers]) if a is not None
+        ]
         issues = [] if question else ["no question"]
         if not answers:
             issues.append("no answer")
@@ -151,12 +161,21 @@ def prepare_rl_data(input_path: str | Path, out_dir: str | Path, *, test_fractio
             problems.append(f"row {index} (id {row.get('id', index)}): " + "; ".join(issues))
             continue
         n_images += len(files)
-        good.append({"id": str(row.get("id", index)), "question": question, "answers": answers, "images": files,
-                     "index": index})
+        good.append(
+            {
+                "id": str(row.get("id", index)),
+                "question": question,
+                "answers": answers,
+                "images": files,
+                "index": index,
+            }
+        )
     if problems and not skip_bad:
         listed = "\n  ".join(problems[:_MAX_LISTED])
         more = f"\n  … and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
-        raise DataError(f"{input_path}: {len(problems)} bad rows (fix them or pass --skip-bad):\n  {listed}{more}")
+        raise DataError(
+            f"{input_path}: {len(problems)} bad rows (fix them or pass --skip-bad):\n  {listed}{more}"
+        )
     if not good:
         raise DataError(f"{input_path}: no usable rows")
     random.Random(seed).shuffle(good)
@@ -168,19 +187,31 @@ def prepare_rl_data(input_path: str | Path, out_dir: str | Path, *, test_fractio
         rllm_path.parent.mkdir(parents=True, exist_ok=True)
         with rllm_path.open("w", encoding="utf-8") as fh:
             for r in rows:
-                fh.write(json.dumps({**r, "images": [str(p) for p in r["images"]]}, ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps({**r, "images": [str(p) for p in r["images"]]}, ensure_ascii=False) + "\n"
+                )
         rllm_files[split] = rllm_path
-        verl_rows = [{
-            "data_source": data_source,
-            "agent_name": AGENT_NAME,
-            "prompt": [{"role": "user", "content": "<image>" * len(r["images"]) + r["question"]}],
-            "images": [{"bytes": p.read_bytes()} for p in r["images"]],
-            "reward_model": {"style": "rule", "ground_truth": r["answers"][0]},
-            "extra_info": {"id": r["id"], "question": r["question"], "answers": r["answers"], "index": r["index"],
-                           "split": split},
-        } for r in rows]
+        verl_rows = [
+            {
+                "data_source": data_source,
+                "agent_name": AGENT_NAME,
+                "prompt": [{"role": "user", "content": "<image>" * len(r["images"]) + r["question"]}],
+                "images": [{"bytes": p.read_bytes()} for p in r["images"]],
+                "reward_model": {"style": "rule", "ground_truth": r["answers"][0]},
+                "extra_info": {
+                    "id": r["id"],
+                    "question": r["question"],
+                    "answers": r["answers"],
+                    "index": r["index"],
+                    "split": split,
+                },
+            }
+            for r in rows
+        ]
         verl_path = out / "verl" / f"{split}.parquet"
         verl_path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(verl_rows), verl_path)
         verl_files[split] = verl_path
-    return PrepareReport(out, {k: len(v) for k, v in splits.items()}, rllm_files, verl_files, n_images, problems)
+    return PrepareReport(
+        out, {k: len(v) for k, v in splits.items()}, rllm_files, verl_files, n_images, problems
+    )

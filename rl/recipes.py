@@ -1,8 +1,10 @@
 """RL recipes: one YAML per model size holding Hydra overrides for both launch paths.
 
-A recipe has three override lists: ``common`` (the paper's RL settings, valid for verl and rLLM's verl config),
+A recipe has three override lists: ``common`` (the paper's RL settings, valid for verl and rLLM's verl
+config),
 ``verl`` (plain ``python -m verl.trainer.main_ppo``: agent loop, legacy trainer path) and ``rllm``
-(``recipes/rl/train_rllm.py``: rLLM workflow keys). :func:`recipe_overrides` returns ``common`` + the path's list
+(``recipes/rl/train_rllm.py``: rLLM workflow keys). :func:`recipe_overrides` returns ``common`` + the path's
+list
 + user extras (later ones win, as on a Hydra command line).
 
 Example:
@@ -25,11 +27,14 @@ __all__ = ["recipe_overrides", "RECIPE_DIR"]
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes" / "rl"
 
 
-def recipe_overrides(path: str | Path, launcher: Literal["verl", "rllm"], extra: Sequence[str] = ()) -> list[str]:
+def recipe_overrides(
+    path: str | Path, launcher: Literal["verl", "rllm"], extra: Sequence[str] = ()
+) -> list[str]:
     """The Hydra overrides of a recipe for ``launcher``, then ``extra``.
 
     Example:
-        >>> recipe_overrides("recipes/rl/smoke.yaml", "verl", ["trainer.total_training_steps=1"])[-1]  # doctest: +SKIP
+        >>> extra = ["trainer.total_training_steps=1"]
+        >>> recipe_overrides("recipes/rl/smoke.yaml", "verl", extra)[-1]  # doctest: +SKIP
         'trainer.total_training_steps=1'
     """
     path = Path(path)

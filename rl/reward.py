@@ -31,10 +31,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from opensearch_vl.eval.answer_match import rule_match
 from opensearch_vl.tools_env.transcript import Score, Step, Transcript
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "RewardConfig",
@@ -108,7 +107,8 @@ class ProcessScorer(Protocol):
 
 
 class ExactMatchScorer:
-    """Rule-based answer scorer (the evaluation harness's ``rule_match``): 1 iff the answer matches a reference.
+    """Rule-based answer scorer (the evaluation harness's ``rule_match``): 1 iff the answer matches a
+    reference.
 
     Example:
         >>> from opensearch_vl.tools_env.transcript import TaskInfo
@@ -124,10 +124,15 @@ class ExactMatchScorer:
     def score(prediction: str | None, answers: Sequence[str]) -> Score:
         """Score ``prediction`` against ``answers`` synchronously."""
         if prediction is None or not answers:
-            return Score(value=0.0, explanation="no answer" if prediction is None else "no reference", fallback=True)
+            return Score(
+                value=0.0, explanation="no answer" if prediction is None else "no reference", fallback=True
+            )
         hit = rule_match(prediction, list(answers))
-        return Score(value=1.0 if hit else 0.0, explanation="rule-based match (normalized exact / alias / contains)",
-                     fallback=True)
+        return Score(
+            value=1.0 if hit else 0.0,
+            explanation="rule-based match (normalized exact / alias / contains)",
+            fallback=True,
+        )
 
 
 def _step_format_ok(step: Step) -> bool:
@@ -187,13 +192,23 @@ class CompositeReward:
         self.counters.acc_fallbacks += acc_fallback
         self.counters.query_fallbacks += query_fallback
         breakdown = RewardBreakdown(
-            total=float(total), r_fmt=float(r_fmt), r_acc=float(acc), r_query=float(query),
-            scored_steps=len(prefix), tool_steps=tool_steps,
-            acc_fallback=acc_fallback, query_fallback=query_fallback,
+            total=float(total),
+            r_fmt=float(r_fmt),
+            r_acc=float(acc),
+            r_query=float(query),
+            scored_steps=len(prefix),
+            tool_steps=tool_steps,
+            acc_fallback=acc_fallback,
+            query_fallback=query_fallback,
         )
-        transcript.scores["r_fmt"] = Score(value=breakdown.r_fmt, explanation=f"{len(prefix)} pre-fatal steps")
-        transcript.scores["reward"] = Score(value=breakdown.total, explanation="r_fmt·(α·r_acc+(1−α)·r_query)",
-                                            metadata={"accuracy_weight": cfg.accuracy_weight})
+        transcript.scores["r_fmt"] = Score(
+            value=breakdown.r_fmt, explanation=f"{len(prefix)} pre-fatal steps"
+        )
+        transcript.scores["reward"] = Score(
+            value=breakdown.total,
+            explanation="r_fmt·(α·r_acc+(1−α)·r_query)",
+            metadata={"accuracy_weight": cfg.accuracy_weight},
+        )
         return breakdown
 
     async def _accuracy(self, transcript: Transcript) -> tuple[float, bool]:
@@ -204,8 +219,12 @@ class CompositeReward:
             try:
                 verdict = await asyncio.wait_for(self.answer_judge(transcript), self.config.judge_timeout_s)
             except Exception as exc:  # a judge outage must never kill the batch: fall back, count, log
-                logger.warning("answer judge failed on %s (%s: %s); using exact match",
-                               transcript.task.id, type(exc).__name__, exc)
+                logger.warning(
+                    "answer judge failed on %s (%s: %s); using exact match",
+                    transcript.task.id,
+                    type(exc).__name__,
+                    exc,
+                )
                 verdict = None
                 reason = f"judge failed: {type(exc).__name__}: {exc}"
             else:
@@ -226,16 +245,24 @@ class CompositeReward:
             return 0.0, False
         value = self.config.query_fallback_value
         if self.process_judge is None:
-            transcript.scores["r_query"] = Score(value=value, explanation="no process judge configured", fallback=True)
+            transcript.scores["r_query"] = Score(
+                value=value, explanation="no process judge configured", fallback=True
+            )
             return value, False
         try:
-            verdict = await asyncio.wait_for(self.process_judge(transcript, kept_steps), self.config.judge_timeout_s)
+            verdict = await asyncio.wait_for(
+                self.process_judge(transcript, kept_steps), self.config.judge_timeout_s
+            )
         except Exception as exc:  # outage: fallback value, counted
             logger.warning("process judge failed on %s (%s: %s)", transcript.task.id, type(exc).__name__, exc)
             verdict = Score(value=None, explanation=f"judge failed: {type(exc).__name__}: {exc}")
         if verdict.value is None:
-            transcript.scores["r_query"] = Score(value=value, explanation=verdict.explanation or "no verdict",
-                                                 fallback=True, raw_output=verdict.raw_output)
+            transcript.scores["r_query"] = Score(
+                value=value,
+                explanation=verdict.explanation or "no verdict",
+                fallback=True,
+                raw_output=verdict.raw_output,
+            )
             return value, True
         transcript.scores["r_query"] = verdict
         return min(1.0, max(0.0, float(verdict.value))), bool(verdict.fallback)

@@ -24,10 +24,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from PIL import Image
-
 from opensearch_vl.rl.tokenize import ChatRenderer, TokenTrajectory
 from opensearch_vl.tools_env.policy import ChatMessage, PolicyError, PolicyOutput
+from PIL import Image
 
 __all__ = ["Generation", "GenerateFn", "TokenPolicy"]
 
@@ -43,7 +42,8 @@ class Generation:
 
 
 GenerateFn = Callable[[list[int], list[Image.Image]], Awaitable[Generation]]
-"""``async (prompt_ids, images) -> Generation``: prompt ids carry expanded image-pad tokens, ``images`` are all
+"""``async (prompt_ids, images) -> Generation``: prompt ids carry expanded image-pad tokens, ``images`` are
+all
 images of the conversation so far, in order."""
 
 
@@ -60,7 +60,9 @@ class TokenPolicy:
         >>> policy = TokenPolicy(renderer, generate, max_prompt_tokens=74000)  # doctest: +SKIP
     """
 
-    def __init__(self, renderer: ChatRenderer, generate: GenerateFn, *, max_prompt_tokens: int | None = None) -> None:
+    def __init__(
+        self, renderer: ChatRenderer, generate: GenerateFn, *, max_prompt_tokens: int | None = None
+    ) -> None:
         self.renderer = renderer
         self.generate = generate
         self.max_prompt_tokens = max_prompt_tokens
@@ -72,14 +74,18 @@ class TokenPolicy:
         messages = list(messages)
         if not self.trajectory.segments:
             if any(m.role == "assistant" for m in messages):
-                raise PolicyError("TokenPolicy serves one episode from its first turn; got a history with "
-                                  "assistant turns (create a new TokenPolicy per episode)")
+                raise PolicyError(
+                    "TokenPolicy serves one episode from its first turn; got a history with "
+                    "assistant turns (create a new TokenPolicy per episode)"
+                )
             self.trajectory.begin(messages)
         else:
-            new = messages[self._seen:]
+            new = messages[self._seen :]
             if not new or new[0].role != "assistant":
-                raise PolicyError(f"expected the previous assistant turn at message {self._seen}, got "
-                                  f"{[m.role for m in new]} (one TokenPolicy per episode, messages append-only)")
+                raise PolicyError(
+                    f"expected the previous assistant turn at message {self._seen}, got "
+                    f"{[m.role for m in new]} (one TokenPolicy per episode, messages append-only)"
+                )
             if new[0].text != self._last_text:
                 self.trajectory.replace_last_completion_text(new[0].text)
             if len(new) < 2:
@@ -88,12 +94,19 @@ class TokenPolicy:
         self._seen = len(messages)
         prompt_ids = self.trajectory.token_ids
         if self.max_prompt_tokens is not None and len(prompt_ids) > self.max_prompt_tokens:
-            raise PolicyError(f"prompt of {len(prompt_ids)} tokens exceeds the budget of {self.max_prompt_tokens}",
-                              context_overflow=True)
+            raise PolicyError(
+                f"prompt of {len(prompt_ids)} tokens exceeds the budget of {self.max_prompt_tokens}",
+                context_overflow=True,
+            )
         generation = await self.generate(prompt_ids, self.trajectory.images)
         self.trajectory.add_completion(generation.token_ids, generation.logprobs)
         text = self.renderer.decode(generation.token_ids)
         self._last_text = text
         info = dict(generation.info or {})
-        return PolicyOutput(text=text, prompt_tokens=len(prompt_ids), completion_tokens=len(generation.token_ids),
-                            finish_reason=generation.finish_reason, info=info)
+        return PolicyOutput(
+            text=text,
+            prompt_tokens=len(prompt_ids),
+            completion_tokens=len(generation.token_ids),
+            finish_reason=generation.finish_reason,
+            info=info,
+        )

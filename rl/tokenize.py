@@ -1,6 +1,7 @@
 """Token-exact trajectories: what the rollout model saw, as token ids, masks and images, for training.
 
-The rollout is *token-in/token-out*: :class:`TokenTrajectory` renders the first prompt once through the model's
+The rollout is *token-in/token-out*: :class:`TokenTrajectory` renders the first prompt once through the
+model's
 processor (chat template + image-token expansion), then only ever **appends** — the model's own completion ids
 exactly as generated, the few template tokens that close an assistant turn, and each new observation turn
 rendered as a delta (images expanded by the processor). Earlier turns are never re-rendered, so chat-template
@@ -8,7 +9,8 @@ quirks (such as dropping ``<think>`` from history) cannot make the training sequ
 
 :meth:`TokenTrajectory.assemble` turns it into one training row: ``prompt_ids``, ``response_ids``,
 ``response_mask`` (1 only on model tokens of the first ``kept_steps`` completions), rollout log-probs and the
-images whose pad tokens are in the row, in order. :func:`multi_modal_inputs` runs the image processor over them
+images whose pad tokens are in the row, in order. :func:`multi_modal_inputs` runs the image processor over
+them
 (``pixel_values``, ``image_grid_thw``, ``images_seqlens``) so the training forward pass sees every image.
 
 Only ``processor`` (a Hugging Face multimodal processor) is needed; no training framework is imported.
@@ -27,10 +29,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from opensearch_vl.tools_env.policy import ChatMessage, ImagePart, TextPart
 from PIL import Image
 
 from opensearch_vl.errors import ConfigError
-from opensearch_vl.tools_env.policy import ChatMessage, ImagePart, TextPart
 
 __all__ = [
     "ChatRenderer",
@@ -90,11 +92,18 @@ class ChatRenderer:
         >>> ids, images = renderer.render(messages, add_generation_prompt=True)  # doctest: +SKIP
     """
 
-    def __init__(self, processor: Any, *, chat_template_kwargs: dict[str, Any] | None = None,
-                 mm_processor_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        processor: Any,
+        *,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        mm_processor_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         if processor is None or not hasattr(processor, "apply_chat_template"):
-            raise ConfigError("token-exact rollouts need the model's multimodal processor (AutoProcessor); got "
-                              f"{type(processor).__name__}")
+            raise ConfigError(
+                "token-exact rollouts need the model's multimodal processor (AutoProcessor); got "
+                f"{type(processor).__name__}"
+            )
         self.processor = processor
         self.tokenizer = getattr(processor, "tokenizer", processor)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
@@ -104,8 +113,9 @@ class ChatRenderer:
 
     # ---- text --------------------------------------------------------------------------------------
     def _template(self, messages: list[dict[str, Any]], add_generation_prompt: bool) -> str:
-        return self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
-                                                  **self.chat_template_kwargs)
+        return self.processor.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=add_generation_prompt, **self.chat_template_kwargs
+        )
 
     def _encode(self, text: str, images: list[Image.Image]) -> list[int]:
         if images:
@@ -114,13 +124,16 @@ class ChatRenderer:
             return [int(i) for i in (ids.tolist() if hasattr(ids, "tolist") else ids)]
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def render(self, messages: Sequence[ChatMessage], *, add_generation_prompt: bool) -> tuple[list[int], list[Image.Image]]:
+    def render(
+        self, messages: Sequence[ChatMessage], *, add_generation_prompt: bool
+    ) -> tuple[list[int], list[Image.Image]]:
         """Token ids (images expanded) and images of a whole message list."""
         hf, images = to_hf_messages(messages)
         return self._encode(self._template(hf, add_generation_prompt), images), images
 
     def render_delta(self, messages: Sequence[ChatMessage]) -> tuple[list[int], list[Image.Image]]:
-        """Token ids of ``messages`` appended after a closed assistant turn, ending with the generation prompt.
+        """Token ids of ``messages`` appended after a closed assistant turn, ending with the generation
+        prompt.
 
         Renders a fixed probe conversation with and without the new messages and keeps the difference, so the
         delta is exactly what the full template would put there.
@@ -130,9 +143,11 @@ class ChatRenderer:
         before = self._template(probe, False)
         after = self._template(probe + hf, True)
         if not after.startswith(before):
-            raise ConfigError("the chat template re-renders earlier turns when messages are appended; "
-                              "token-exact rollouts need an append-only template")
-        return self._encode(after[len(before):], images), images
+            raise ConfigError(
+                "the chat template re-renders earlier turns when messages are appended; "
+                "token-exact rollouts need an append-only template"
+            )
+        return self._encode(after[len(before) :], images), images
 
     def close_ids(self, completion_ids: Sequence[int]) -> list[int]:
         """Template tokens that must follow ``completion_ids`` to close the assistant turn (not generated).
@@ -150,11 +165,12 @@ class ChatRenderer:
 
     @property
     def reasoning_prefix(self) -> str:
-        """Text the generation prompt already opened for the model (``"<think>\\n"`` for thinking templates)."""
+        """Text the generation prompt already opened for the model (``"<think>\\n"`` for thinking
+        templates)."""
         if self._reasoning_prefix is None:
             with_prompt = self._template([_PROBE_USER], True)
             without = self._template([_PROBE_USER], False)
-            generation = with_prompt[len(without):] if with_prompt.startswith(without) else ""
+            generation = with_prompt[len(without) :] if with_prompt.startswith(without) else ""
             self._reasoning_prefix = "<think>\n" if generation.rstrip().endswith("<think>") else ""
         return self._reasoning_prefix
 
@@ -240,7 +256,8 @@ class TokenTrajectory:
         self.segments.append(Segment("completion", list(token_ids), [], lp))
 
     def replace_last_completion_text(self, text: str) -> None:
-        """The runner changed the model's text (cut at a hallucinated ``<tool_response>``): store what the model
+        """The runner changed the model's text (cut at a hallucinated ``<tool_response>``): store what the
+        model
         will see from now on, retokenized; its log-probs are dropped."""
         last = self.segments[-1]
         last.token_ids = self.renderer.encode_text(text.removeprefix(self.renderer.reasoning_prefix))
@@ -258,8 +275,9 @@ class TokenTrajectory:
         self.segments.append(Segment("observation", ids, images))
         return ids
 
-    def assemble(self, kept_steps: int, *, max_response_length: int | None = None,
-                 upto_steps: int | None = None) -> TokenRow:
+    def assemble(
+        self, kept_steps: int, *, max_response_length: int | None = None, upto_steps: int | None = None
+    ) -> TokenRow:
         """The training row: completions ``< kept_steps`` get mask 1; ends with the last completion.
 
         ``upto_steps`` keeps only the first that many completions (``None``: all; later ones get mask 0).
@@ -307,8 +325,15 @@ class TokenTrajectory:
             response.extend(ids)
             if truncated:
                 break
-        return TokenRow(list(prompt.token_ids), response, mask, logprobs if have_logprobs else None, images, spans,
-                        truncated)
+        return TokenRow(
+            list(prompt.token_ids),
+            response,
+            mask,
+            logprobs if have_logprobs else None,
+            images,
+            spans,
+            truncated,
+        )
 
     def step_prompts(self, kept_steps: int) -> list[tuple[list[int], list[int], list[float] | None, int]]:
         """Per kept completion: (cumulative prompt ids, completion ids, log-probs, images in that prompt)."""
@@ -328,9 +353,11 @@ class TokenTrajectory:
         return out
 
 
-def multi_modal_inputs(processor: Any, images: Sequence[Image.Image],
-                       mm_processor_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``pixel_values``, ``image_grid_thw`` and ``images_seqlens`` (torch tensors) for ``images``; ``{}`` if none.
+def multi_modal_inputs(
+    processor: Any, images: Sequence[Image.Image], mm_processor_kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``pixel_values``, ``image_grid_thw`` and ``images_seqlens`` (torch tensors) for ``images``; ``{}`` if
+    none.
 
     Uses the processor's image processor with the same kwargs as rendering, so the patches match the pad
     tokens in the row one for one.

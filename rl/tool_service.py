@@ -15,7 +15,8 @@ Ray is imported only when ``mode: ray`` is used.
 
 Example:
     >>> env = environment_for(RLAgentSettings())  # doctest: +SKIP
-    >>> remote = environment_for(RLAgentSettings.model_validate({"tool_service": {"mode": "ray"}}))  # doctest: +SKIP
+    >>> ray_settings = RLAgentSettings.model_validate({"tool_service": {"mode": "ray"}})
+    >>> remote = environment_for(ray_settings)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from PIL import Image
-
 from opensearch_vl.tools_env.environment import ToolEnvironment, ToolOutcome
 from opensearch_vl.tools_env.images import ImageStore, decode_image, png_bytes
+from PIL import Image
 
 if TYPE_CHECKING:
     from opensearch_vl.rl.agent import RLAgentSettings, ToolServiceSettings
@@ -47,8 +47,13 @@ _PLACEHOLDER = png_bytes(Image.new("RGB", (1, 1)))
 
 
 def _key(settings: RLAgentSettings) -> str:
-    payload = json.dumps({"tools": settings.tools.model_dump(mode="json"),
-                          "service": settings.tool_service.model_dump(mode="json")}, sort_keys=True)
+    payload = json.dumps(
+        {
+            "tools": settings.tools.model_dump(mode="json"),
+            "service": settings.tool_service.model_dump(mode="json"),
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -62,8 +67,9 @@ def environment_for(settings: RLAgentSettings) -> Any:
     key = _key(settings)
     if key not in _ENVIRONMENTS:
         if settings.tool_service.mode == "ray":
-            _ENVIRONMENTS[key] = RemoteToolEnvironment(settings.tools, start_tool_pool(settings.tools,
-                                                                                       settings.tool_service))
+            _ENVIRONMENTS[key] = RemoteToolEnvironment(
+                settings.tools, start_tool_pool(settings.tools, settings.tool_service)
+            )
         else:
             _ENVIRONMENTS[key] = _build_local(settings.tools)
     return _ENVIRONMENTS[key]
@@ -127,7 +133,8 @@ class ToolActor:
 def start_tool_pool(config: ToolEnvConfig, service: ToolServiceSettings, *, tools: Any = None) -> list[Any]:
     """Get (or create) the named actor pool; every process asking with the same name shares it.
 
-    ``tools`` (ready tool objects, pickled to the actors) replaces building ``config.tools`` from the registry.
+    ``tools`` (ready tool objects, pickled to the actors) replaces building ``config.tools`` from the
+    registry.
 
     Example:
         >>> handles = start_tool_pool(ToolEnvConfig(), ToolServiceSettings(mode="ray"))  # doctest: +SKIP
@@ -140,8 +147,11 @@ def start_tool_pool(config: ToolEnvConfig, service: ToolServiceSettings, *, tool
     actor_cls = ray.remote(ToolActor)
     handles = []
     for i in range(service.num_actors):
-        handles.append(actor_cls.options(name=f"{service.name}_{i}", get_if_exists=True, max_concurrency=per_actor,
-                                         num_cpus=0).remote(config.model_dump(mode="json"), tools))
+        handles.append(
+            actor_cls.options(
+                name=f"{service.name}_{i}", get_if_exists=True, max_concurrency=per_actor, num_cpus=0
+            ).remote(config.model_dump(mode="json"), tools)
+        )
     return handles
 
 
@@ -158,21 +168,26 @@ class RemoteToolEnvironment:
         self._handles = list(handles)
         self._next = itertools.cycle(range(len(self._handles)))
 
-    def __getattr__(self, name: str) -> Any:  # specs, tool_names, openai_tools, system_prompt, new_store, config
+    def __getattr__(
+        self, name: str
+    ) -> Any:  # specs, tool_names, openai_tools, system_prompt, new_store, config
         return getattr(self._local, name)
 
     async def execute(self, name: str, arguments: Any, store: ImageStore) -> ToolOutcome:
         """Run the call on the next actor of the pool and bring produced images back into ``store``."""
         wanted = _referenced_ids(arguments, store)
         images = await asyncio.to_thread(
-            lambda: [store.record(i).png if i in wanted else None for i in store.ids])
+            lambda: [store.record(i).png if i in wanted else None for i in store.ids]
+        )
         reply = await self._handles[next(self._next)].execute.remote(name, arguments, images)
         outcome: ToolOutcome = reply["outcome"]
         produced = reply["produced"]
         if produced:
             new_ids = await asyncio.to_thread(lambda: [store.add(p, origin=name) for p in produced])
             if tuple(new_ids) != tuple(outcome.image_ids):
-                logger.warning("tool pool returned ids %s, local store assigned %s", outcome.image_ids, new_ids)
+                logger.warning(
+                    "tool pool returned ids %s, local store assigned %s", outcome.image_ids, new_ids
+                )
         return outcome
 
     async def aclose(self) -> None:

@@ -25,10 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from opensearch_vl.rl.reward import CompositeReward, RewardBreakdown
 from opensearch_vl.tools_env.transcript import Transcript
+from pydantic import BaseModel, ConfigDict
 
 __all__ = [
     "FatalConfig",

@@ -19,7 +19,8 @@ What one ``run`` does (tested against rLLM main @ 9beb6e0f):
 - ``trajectory.uid = "<task id>_<name>"``, shared by the n rollouts of a task: rLLM main groups GRPO by
   ``step_ids = trajectory.uid`` (agent_workflow_trainer.py:393), which otherwise is a fresh uuid per rollout;
 - ``is_fatal``, ``fatal_step_index`` and the reward parts in ``episode.info`` and ``episode.metrics``;
-  termination mapped to rLLM's ``TerminationReason`` (:data:`opensearch_vl.rl.workflow_core.RLLM_TERMINATION`).
+  termination mapped to rLLM's ``TerminationReason``
+  (:data:`opensearch_vl.rl.workflow_core.RLLM_TERMINATION`).
 
 ``is_fatal`` into the batch: rLLM main builds ``non_tensor_batch`` with a fixed key set
 (transform.py ``_batch_tensors_and_build_data_proto``: episode metrics go in as one dict per row under
@@ -38,7 +39,7 @@ imports it when it unpickles ``workflow_class``.
 
 Example:
     >>> from rllm.engine.agent_workflow_engine import AgentWorkflowEngine
-    >>> engine = AgentWorkflowEngine(VisionDeepResearchWorkflow, {"agent": {}}, rollout_engine)  # doctest: +SKIP
+    >>> engine = AgentWorkflowEngine(VisionDeepResearchWorkflow, {"agent": {}}, engine)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -48,10 +49,6 @@ import logging
 from typing import Any
 
 import numpy as np
-from rllm.engine.rollout.rollout_engine import ModelOutput
-from rllm.types import Episode, Step, Trajectory
-from rllm.workflows.workflow import TerminationReason, Workflow
-
 import opensearch_vl.plugins.verl  # noqa: F401  (registers fatal_grpo / fatal_rloo in this process)
 from opensearch_vl.rl.agent import RLAgentSettings, build_reward, load_settings, rollout, task_from_row
 from opensearch_vl.rl.token_policy import Generation, TokenPolicy
@@ -59,6 +56,9 @@ from opensearch_vl.rl.tokenize import ChatRenderer, multi_modal_inputs
 from opensearch_vl.rl.tool_service import environment_for
 from opensearch_vl.rl.workflow_core import RLLM_TERMINATION
 from opensearch_vl.tools_env.policy import ChatMessage, ImagePart, PolicyError, PolicyOutput
+from rllm.engine.rollout.rollout_engine import ModelOutput
+from rllm.types import Episode, Step, Trajectory
+from rllm.workflows.workflow import TerminationReason, Workflow
 
 __all__ = ["VisionDeepResearchWorkflow", "RLLMChatPolicy", "install_row_flags", "TRAJECTORY_NAME"]
 
@@ -97,13 +97,21 @@ class RLLMChatPolicy:
         from rllm.workflows.workflow import TerminationEvent
 
         try:
-            output = await self.engine.get_model_response(self.to_rllm_messages(list(messages)), **self.sampling)
+            output = await self.engine.get_model_response(
+                self.to_rllm_messages(list(messages)), **self.sampling
+            )
         except TerminationEvent as exc:
-            raise PolicyError(f"rLLM engine ended the rollout: {exc.reason}",
-                              context_overflow=exc.reason == TerminationReason.MAX_PROMPT_LENGTH_EXCEEDED) from exc
+            raise PolicyError(
+                f"rLLM engine ended the rollout: {exc.reason}",
+                context_overflow=exc.reason == TerminationReason.MAX_PROMPT_LENGTH_EXCEEDED,
+            ) from exc
         self.outputs.append(output)
-        return PolicyOutput(text=output.text or output.content or "", prompt_tokens=output.prompt_length or None,
-                            completion_tokens=output.completion_length or None, finish_reason=output.finish_reason)
+        return PolicyOutput(
+            text=output.text or output.content or "",
+            prompt_tokens=output.prompt_length or None,
+            completion_tokens=output.completion_length or None,
+            finish_reason=output.finish_reason,
+        )
 
 
 def _token_generate(engine: Any, max_tokens: int):
@@ -111,14 +119,20 @@ def _token_generate(engine: Any, max_tokens: int):
 
     async def generate(prompt_ids: list[int], images: list[Any]) -> Generation:
         try:
-            out = await engine.get_token_output_from_token_input(token_input=prompt_ids, image_data=images or None,
-                                                                 max_tokens=max_tokens)
+            out = await engine.get_token_output_from_token_input(
+                token_input=prompt_ids, image_data=images or None, max_tokens=max_tokens
+            )
         except TerminationEvent as exc:
-            raise PolicyError(f"rLLM engine ended the rollout: {exc.reason}",
-                              context_overflow=exc.reason == TerminationReason.MAX_PROMPT_LENGTH_EXCEEDED) from exc
+            raise PolicyError(
+                f"rLLM engine ended the rollout: {exc.reason}",
+                context_overflow=exc.reason == TerminationReason.MAX_PROMPT_LENGTH_EXCEEDED,
+            ) from exc
         logprobs = getattr(out, "log_probs", None) or getattr(out, "logprobs", None)
-        return Generation(list(out.token_ids), list(logprobs) if logprobs else None,
-                          getattr(out, "stop_reason", None) or getattr(out, "finish_reason", None))
+        return Generation(
+            list(out.token_ids),
+            list(logprobs) if logprobs else None,
+            getattr(out, "stop_reason", None) or getattr(out, "finish_reason", None),
+        )
 
     return generate
 
@@ -128,16 +142,23 @@ class VisionDeepResearchWorkflow(Workflow):
 
     Args:
         rollout_engine, executor: given by ``AgentWorkflowEngine``.
-        agent: :class:`~opensearch_vl.rl.agent.RLAgentSettings` or its mapping (``workflow_args={"agent": …}``);
-            ``None`` reads ``$OPENSEARCH_VL_RL_CONFIG`` or uses the defaults.
-        environment: a ready tool environment (tests, custom tools); ``None`` builds the configured one, shared
-            by all workflow instances of the process.
-        max_response_length: cap of the merged row (defaults to the engine's ``max_response_length``); steps that
-            would cross it are left out so no image is cut from its tokens.
+        agent: :class:`~opensearch_vl.rl.agent.RLAgentSettings` or its mapping
+            (``workflow_args={"agent": …}``); ``None`` reads ``$OPENSEARCH_VL_RL_CONFIG`` or uses defaults.
+        environment: a ready tool environment (tests, custom tools); ``None`` builds the configured one,
+            shared by all workflow instances of the process.
+        max_response_length: cap of the merged row (defaults to the engine's ``max_response_length``);
+            steps that would cross it are left out so no image is cut from its tokens.
     """
 
-    def __init__(self, rollout_engine: Any, executor: Any, agent: Any = None, environment: Any = None,
-                 max_response_length: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        rollout_engine: Any,
+        executor: Any,
+        agent: Any = None,
+        environment: Any = None,
+        max_response_length: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(rollout_engine, executor, **kwargs)
         self.settings: RLAgentSettings = load_settings(agent)
         self.environment = environment if environment is not None else environment_for(self.settings)
@@ -152,11 +173,16 @@ class VisionDeepResearchWorkflow(Workflow):
         self.reset(task, uid)
         agent_task = task_from_row(task, index=uid.split(":")[0])
         engine = self.rollout_engine
-        token_mode = bool(getattr(engine, "supports_token_in_token_out", False)) and getattr(engine, "processor", None)
+        token_mode = bool(getattr(engine, "supports_token_in_token_out", False)) and getattr(
+            engine, "processor", None
+        )
         if token_mode:
             renderer = ChatRenderer(engine.processor)
-            policy: Any = TokenPolicy(renderer, _token_generate(engine, self.settings.max_new_tokens),
-                                      max_prompt_tokens=self.settings.max_prompt_tokens)
+            policy: Any = TokenPolicy(
+                renderer,
+                _token_generate(engine, self.settings.max_new_tokens),
+                max_prompt_tokens=self.settings.max_prompt_tokens,
+            )
         else:
             policy = RLLMChatPolicy(engine)
         transcript, scored = await rollout(policy, agent_task, self.environment, self.settings, self.reward)
@@ -185,34 +211,61 @@ class VisionDeepResearchWorkflow(Workflow):
         steps = []
         for i, (prompt_ids, completion_ids, logprobs, _) in enumerate(prompts):
             step = transcript.steps[i]
-            output = ModelOutput(text=step.model_text, content=step.model_text, prompt_ids=prompt_ids,
-                                 completion_ids=completion_ids, logprobs=logprobs or [],
-                                 multi_modal_inputs=mm if i == 0 else None, prompt_length=len(prompt_ids),
-                                 completion_length=len(completion_ids), finish_reason=step.finish_reason)
-            steps.append(Step(model_response=step.model_text, model_output=output,
-                              chat_completions=[{"role": "assistant", "content": step.model_text}],
-                              prompt_ids=prompt_ids, response_ids=completion_ids, logprobs=logprobs or [],
-                              observation=step.observation, done=i == len(prompts) - 1))
+            output = ModelOutput(
+                text=step.model_text,
+                content=step.model_text,
+                prompt_ids=prompt_ids,
+                completion_ids=completion_ids,
+                logprobs=logprobs or [],
+                multi_modal_inputs=mm if i == 0 else None,
+                prompt_length=len(prompt_ids),
+                completion_length=len(completion_ids),
+                finish_reason=step.finish_reason,
+            )
+            steps.append(
+                Step(
+                    model_response=step.model_text,
+                    model_output=output,
+                    chat_completions=[{"role": "assistant", "content": step.model_text}],
+                    prompt_ids=prompt_ids,
+                    response_ids=completion_ids,
+                    logprobs=logprobs or [],
+                    observation=step.observation,
+                    done=i == len(prompts) - 1,
+                )
+            )
         return steps
 
     def _message_steps(self, policy: RLLMChatPolicy, kept: int, transcript: Any) -> list[Step]:
         keep = min(max(kept, 1), len(policy.outputs))
-        return [Step(model_response=transcript.steps[i].model_text, model_output=policy.outputs[i],
-                     chat_completions=[{"role": "assistant", "content": transcript.steps[i].model_text}],
-                     observation=transcript.steps[i].observation, done=i == keep - 1)
-                for i in range(keep)]
+        return [
+            Step(
+                model_response=transcript.steps[i].model_text,
+                model_output=policy.outputs[i],
+                chat_completions=[{"role": "assistant", "content": transcript.steps[i].model_text}],
+                observation=transcript.steps[i].observation,
+                done=i == keep - 1,
+            )
+            for i in range(keep)
+        ]
 
     def _episode(self, uid: str, task: dict, transcript: Any, scored: Any, steps: list[Step]) -> Episode:
         task_id = uid.split(":")[0]
         reward = float(scored.reward.total)
         if steps:
             steps[-1].reward = reward
-        trajectory = Trajectory(uid=f"{task_id}_{TRAJECTORY_NAME}", name=TRAJECTORY_NAME, task=task, steps=steps,
-                                reward=reward)
+        trajectory = Trajectory(
+            uid=f"{task_id}_{TRAJECTORY_NAME}", name=TRAJECTORY_NAME, task=task, steps=steps, reward=reward
+        )
         info = scored.info()
-        episode = Episode(id=uid, task=task, trajectories=[trajectory],
-                          termination_reason=TerminationReason[RLLM_TERMINATION[scored.outcome.termination]],
-                          is_correct=scored.reward.r_acc > 0, metrics=scored.metrics())
+        episode = Episode(
+            id=uid,
+            task=task,
+            trajectories=[trajectory],
+            termination_reason=TerminationReason[RLLM_TERMINATION[scored.outcome.termination]],
+            is_correct=scored.reward.r_acc > 0,
+            metrics=scored.metrics(),
+        )
         episode.info.update(info)
         episode.info["transcript"] = transcript.model_dump(mode="json", exclude={"images"})
         return episode
@@ -222,7 +275,8 @@ _WRAPPED = "__opensearch_vl_row_flags__"
 
 
 def install_row_flags() -> bool:
-    """Make rLLM's ``AgentWorkflowEngine`` rows carry ``non_tensor_batch["is_fatal"]`` (see the module docstring).
+    """Make rLLM's ``AgentWorkflowEngine`` rows carry ``non_tensor_batch["is_fatal"]`` (see the module
+    docstring).
 
     Returns True when the wrapper is in place (now or before). Idempotent; per process.
 
@@ -248,7 +302,8 @@ def install_row_flags() -> bool:
 
 
 def add_row_flags(batch: Any, episodes: list[Any]) -> None:
-    """Add ``is_fatal`` / ``fatal_step_index`` per row of an rLLM batch, from the episodes' info by episode id."""
+    """Add ``is_fatal`` / ``fatal_step_index`` per row of an rLLM batch, from the episodes' info by episode
+    id."""
     nt = batch.non_tensor_batch
     if "is_fatal" in nt or "episode_ids" not in nt:
         return
@@ -257,6 +312,10 @@ def add_row_flags(batch: Any, episodes: list[Any]) -> None:
         return  # not our workflow's episodes
     ids = nt["episode_ids"]
     nt["is_fatal"] = np.array([bool(by_id.get(i, {}).get("is_fatal", False)) for i in ids], dtype=bool)
-    nt["fatal_step_index"] = np.array([
-        -1 if by_id.get(i, {}).get("fatal_step_index") is None else int(by_id[i]["fatal_step_index"]) for i in ids
-    ], dtype=np.int64)
+    nt["fatal_step_index"] = np.array(
+        [
+            -1 if by_id.get(i, {}).get("fatal_step_index") is None else int(by_id[i]["fatal_step_index"])
+            for i in ids
+        ],
+        dtype=np.int64,
+    )

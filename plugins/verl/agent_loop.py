@@ -2,7 +2,7 @@
 
 Use it with::
 
-    actor_rollout_ref.rollout.agent.agent_loop_config_path=recipes/rl/verl/agent_loop.yaml  # or import this module
+    actor_rollout_ref.rollout.agent.agent_loop_config_path=recipes/rl/agent_loops.yaml
     actor_rollout_ref.rollout.agent.default_agent_loop=vision_deepresearch
     algorithm.adv_estimator=fatal_grpo trainer.use_v1=false
 
@@ -17,11 +17,13 @@ returns an ``AgentLoopOutput`` (verl/experimental/agent_loop/agent_loop.py:88):
   ``_compute_multi_modal_inputs`` (agent_loop.py:868) turns them into ``pixel_values``/``image_grid_thw`` for
   the actor and reference log-prob passes;
 - ``reward_score``: Eq. 9 (verl puts it on the last response token as ``rm_scores``);
-- ``extra_fields``: ``is_fatal`` (bool; becomes ``non_tensor_batch["is_fatal"]`` in ``_postprocess``, L1115, which
-  the fatal estimators read), ``fatal_step_index`` (-1 when none), the reward parts and the termination.
+- ``extra_fields``: ``is_fatal`` (bool; becomes ``non_tensor_batch["is_fatal"]`` in ``_postprocess``,
+  L1115, which the fatal estimators read), ``fatal_step_index`` (-1 when none), the reward parts and the
+  termination.
 
-Settings (:class:`opensearch_vl.rl.agent.RLAgentSettings`) come from the top-level ``opensearch_vl`` key of the
-trainer config (``+opensearch_vl.limits.max_turns=50``) or the YAML named by ``$OPENSEARCH_VL_RL_CONFIG``.
+Settings (:class:`opensearch_vl.rl.agent.RLAgentSettings`) come from the top-level ``opensearch_vl`` key
+of the trainer config (``+opensearch_vl.limits.max_turns=50``) or the YAML named by
+``$OPENSEARCH_VL_RL_CONFIG``.
 Importing this module registers the loop (verl's ``@register``) and the fatal estimators.
 
 Example:
@@ -37,15 +39,15 @@ import logging
 from typing import Any
 from uuid import uuid4
 
-from PIL import Image
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
-
 import opensearch_vl.plugins.verl  # noqa: F401  (registers fatal_grpo / fatal_rloo in this process)
-from opensearch_vl.errors import ConfigError
 from opensearch_vl.rl.agent import build_reward, load_settings, rollout, task_from_row
 from opensearch_vl.rl.token_policy import Generation, TokenPolicy
 from opensearch_vl.rl.tokenize import ChatRenderer
 from opensearch_vl.rl.tool_service import environment_for
+from PIL import Image
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from opensearch_vl.errors import ConfigError
 
 __all__ = ["VisionDeepResearchAgentLoop", "AGENT_NAME", "row_from_sample", "build_output", "fatal_advantages"]
 
@@ -71,8 +73,8 @@ def row_from_sample(kwargs: dict[str, Any]) -> dict[str, Any]:
     """An RLHFDataset sample (``extra_info``, ``reward_model``, ``raw_prompt`` with image blocks) → task row.
 
     Example:
-        >>> row_from_sample({"extra_info": {"id": "7", "question": "q?"}, "reward_model": {"ground_truth": "a"},
-        ...                  "raw_prompt": []})["answers"]
+        >>> row_from_sample({"extra_info": {"id": "7", "question": "q?"},
+        ...                  "reward_model": {"ground_truth": "a"}, "raw_prompt": []})["answers"]
         ['a']
     """
     extra = dict(kwargs.get("extra_info") or {})
@@ -96,8 +98,11 @@ class VisionDeepResearchAgentLoop(AgentLoopBase):
         self.settings = load_settings(self.config.get("opensearch_vl"))
         self.env = environment_for(self.settings)
         self.reward = build_reward(self.settings)
-        self.renderer = ChatRenderer(self.processor, chat_template_kwargs=dict(self.apply_chat_template_kwargs or {}),
-                                     mm_processor_kwargs=dict(self.mm_processor_kwargs or {}))
+        self.renderer = ChatRenderer(
+            self.processor,
+            chat_template_kwargs=dict(self.apply_chat_template_kwargs or {}),
+            mm_processor_kwargs=dict(self.mm_processor_kwargs or {}),
+        )
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         task = task_from_row(row_from_sample(kwargs), index=kwargs.get("index"))
@@ -109,23 +114,45 @@ class VisionDeepResearchAgentLoop(AgentLoopBase):
             import time
 
             began = time.perf_counter()
-            out = await self.server_manager.generate(request_id=request_id, prompt_ids=prompt_ids,
-                                                     sampling_params=dict(params), image_data=images or None)
+            out = await self.server_manager.generate(
+                request_id=request_id,
+                prompt_ids=prompt_ids,
+                sampling_params=dict(params),
+                image_data=images or None,
+            )
             timings["generate_sequences"] += time.perf_counter() - began
-            return Generation(list(out.token_ids), list(out.log_probs) if out.log_probs else None, out.stop_reason)
+            return Generation(
+                list(out.token_ids), list(out.log_probs) if out.log_probs else None, out.stop_reason
+            )
 
-        budget = self.settings.max_prompt_tokens or (self.rollout_config.prompt_length
-                                                     + self.rollout_config.response_length)
+        budget = self.settings.max_prompt_tokens or (
+            self.rollout_config.prompt_length + self.rollout_config.response_length
+        )
         policy = TokenPolicy(self.renderer, generate, max_prompt_tokens=budget)
         transcript, scored = await rollout(policy, task, self.env, self.settings, self.reward)
-        return build_output(policy, transcript, scored, self.rollout_config.prompt_length,
-                            self.rollout_config.response_length, self.tokenizer, timings,
-                            with_logprobs=bool(self.rollout_config.get("calculate_log_probs", False)))
+        return build_output(
+            policy,
+            transcript,
+            scored,
+            self.rollout_config.prompt_length,
+            self.rollout_config.response_length,
+            self.tokenizer,
+            timings,
+            with_logprobs=bool(self.rollout_config.get("calculate_log_probs", False)),
+        )
 
 
-def build_output(policy: TokenPolicy, transcript: Any, scored: Any, prompt_length: int, response_length: int,
-                 tokenizer: Any, timings: dict[str, float] | None = None, *,
-                 with_logprobs: bool = False) -> AgentLoopOutput:
+def build_output(
+    policy: TokenPolicy,
+    transcript: Any,
+    scored: Any,
+    prompt_length: int,
+    response_length: int,
+    tokenizer: Any,
+    timings: dict[str, float] | None = None,
+    *,
+    with_logprobs: bool = False,
+) -> AgentLoopOutput:
     """The ``AgentLoopOutput`` of a finished rollout (used by the loop; public for tests and custom loops).
 
     ``with_logprobs`` (``rollout.calculate_log_probs``): every row of a batch must carry rollout log-probs or
@@ -134,19 +161,30 @@ def build_output(policy: TokenPolicy, transcript: Any, scored: Any, prompt_lengt
     outcome = scored.outcome
     trajectory = policy.trajectory
     if trajectory.num_completions == 0:
-        # the model was never called (task image unreadable, prompt over budget): a row with no trainable token
-        prompt_ids = trajectory.segments[0].token_ids if trajectory.segments else tokenizer.encode(
-            transcript.task.question, add_special_tokens=False)
+        # the model was never called (task image unreadable, prompt over budget): a row with no trainable
+        # token
+        prompt_ids = (
+            trajectory.segments[0].token_ids
+            if trajectory.segments
+            else tokenizer.encode(transcript.task.question, add_special_tokens=False)
+        )
         images = trajectory.segments[0].images if trajectory.segments else []
         response_ids, mask, logprobs = [tokenizer.eos_token_id or 0], [0], None
     else:
         row = trajectory.assemble(outcome.kept_steps, max_response_length=response_length)
-        prompt_ids, response_ids, mask, logprobs, images = (row.prompt_ids, row.response_ids, row.response_mask,
-                                                            row.response_logprobs, row.images)
+        prompt_ids, response_ids, mask, logprobs, images = (
+            row.prompt_ids,
+            row.response_ids,
+            row.response_mask,
+            row.response_logprobs,
+            row.images,
+        )
     if len(prompt_ids) > prompt_length:
-        raise ConfigError(f"task {transcript.task.id}: the first prompt (system prompt + tools + task image + "
-                          f"question) has {len(prompt_ids)} tokens, over rollout.prompt_length={prompt_length}; raise "
-                          "data.max_prompt_length or lower data.mm_processor_kwargs.max_pixels")
+        raise ConfigError(
+            f"task {transcript.task.id}: the first prompt (system prompt + tools + task image + "
+            f"question) has {len(prompt_ids)} tokens, over rollout.prompt_length={prompt_length}; raise "
+            "data.max_prompt_length or lower data.mm_processor_kwargs.max_pixels"
+        )
     if with_logprobs and logprobs is None:
         logprobs = [0.0] * len(response_ids)
     elif not with_logprobs:
@@ -198,8 +236,10 @@ def fatal_advantages(rows: Any, scored: Any, groups: Any, *, estimator: str = "f
         rewards[i, max(0, len(row.response_ids) - 1)] = float(s.reward.total)
     data = DataProto.from_dict(
         tensors={"response_mask": mask, "token_level_rewards": rewards},
-        non_tensors={"uid": np.array(list(groups), dtype=object),
-                     "is_fatal": np.array([bool(s.outcome.is_fatal) for s in scored], dtype=bool)},
+        non_tensors={
+            "uid": np.array(list(groups), dtype=object),
+            "is_fatal": np.array([bool(s.outcome.is_fatal) for s in scored], dtype=bool),
+        },
     )
     algo = OmegaConf.create({"adv_estimator": estimator, "norm_adv_by_std_in_grpo": True})
     advantages = compute_advantage(data, adv_estimator=estimator, config=algo).batch["advantages"]

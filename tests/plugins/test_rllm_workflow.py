@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (pytest fixtures imported from rl_fixtures are re-bound as test arguments)
 """The rLLM workflow against real rLLM (installed from GitHub source), on CPU with the tiny local Qwen3-VL.
 
 Drives rLLM's own ``AgentWorkflowEngine`` (n rollouts per task, its pool and retry logic) and its own
@@ -16,22 +17,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("rllm", reason="rLLM is not installed: pip install --no-deps -e <rllm-org/rllm checkout> "
-                                    "(not on PyPI; tested at commit 9beb6e0f)")
+pytest.importorskip(
+    "rllm",
+    reason="rLLM is not installed: pip install --no-deps -e <rllm-org/rllm checkout> "
+    "(not on PyPI; tested at commit 9beb6e0f)",
+)
 pytest.importorskip("verl", reason="verl is not installed (pip install 'opensearch-vl[rl]')")
 
 from omegaconf import OmegaConf  # noqa: E402
+from opensearch_vl.plugins.rllm.workflow import RLLMChatPolicy, VisionDeepResearchWorkflow  # noqa: E402
+from opensearch_vl.rl.tokenize import image_token_count  # noqa: E402
+from opensearch_vl.tools_env.observation import observation_message, task_message  # noqa: E402
+from opensearch_vl.tools_env.policy import ImagePart  # noqa: E402
 from rllm.engine.agent_workflow_engine import AgentWorkflowEngine  # noqa: E402
 from rllm.engine.rollout.rollout_engine import RolloutEngine  # noqa: E402
 from rllm.workflows.workflow import TerminationReason  # noqa: E402
 from verl.trainer.ppo.ray_trainer import compute_advantage  # noqa: E402
 from verl.utils.tokenizer import hf_processor, hf_tokenizer  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
-
-from opensearch_vl.plugins.rllm.workflow import RLLMChatPolicy, VisionDeepResearchWorkflow  # noqa: E402
-from opensearch_vl.rl.tokenize import image_token_count  # noqa: E402
-from opensearch_vl.tools_env.observation import observation_message, task_message  # noqa: E402
-from opensearch_vl.tools_env.policy import ImagePart  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "rl"))
 from rl_fixtures import env, task_image, tiny_model_dir  # noqa: E402,F401
@@ -41,8 +44,12 @@ SEARCH = '<think>search</think><tool_call>{"name": "search", "arguments": {"q": 
 ANSWER = "<think>done</think><response>blue</response>"
 WRONG = "<think>done</think><response>red</response>"
 # task A: answered after two zooms / fatal cascade from step 1; task B: fatal at step 0 / wrong answer
-SCRIPTS = {"A:0": [ZOOM % 1, ZOOM % 2, ANSWER], "A:1": [ZOOM % 1, SEARCH, SEARCH, SEARCH],
-           "B:0": [SEARCH, SEARCH, SEARCH], "B:1": [WRONG]}
+SCRIPTS = {
+    "A:0": [ZOOM % 1, ZOOM % 2, ANSWER],
+    "A:1": [ZOOM % 1, SEARCH, SEARCH, SEARCH],
+    "B:0": [SEARCH, SEARCH, SEARCH],
+    "B:1": [WRONG],
+}
 
 
 class ScriptedEngine(RolloutEngine):
@@ -71,7 +78,9 @@ class ScriptedEngine(RolloutEngine):
         turn = counter[0]
         counter[0] += 1
         self.images_seen.append(len(kwargs.get("image_data") or []))
-        ids = self.tokenizer.encode(SCRIPTS[name][turn], add_special_tokens=False) + [self.tokenizer.eos_token_id]
+        ids = self.tokenizer.encode(SCRIPTS[name][turn], add_special_tokens=False) + [
+            self.tokenizer.eos_token_id
+        ]
         return TokenOutput(token_ids=ids, log_probs=[-0.2] * len(ids), stop_reason="stop")
 
 
@@ -84,12 +93,22 @@ def run_engine(tok_proc, env, image):
     tokenizer, processor = tok_proc
     rollout_engine = ScriptedEngine(tokenizer, processor)
     config = OmegaConf.create({"data": {"max_prompt_length": 2048, "max_response_length": 4096}})
-    agent = {"tools": {"tools": []}, "limits": {"max_turns": 6},
-             "system_prompt": "You are a visual agent. Tools:\n{tools}"}
-    engine = AgentWorkflowEngine(VisionDeepResearchWorkflow, {"agent": agent, "environment": env}, rollout_engine,
-                                 config=config, n_parallel_tasks=1, retry_limit=1)
-    tasks = [{"id": "A", "question": "What colour is the square?", "answer": "blue", "images": [image]}] * 2 + \
-            [{"id": "B", "question": "Name the painter.", "answer": "blue", "images": [image]}] * 2
+    agent = {
+        "tools": {"tools": []},
+        "limits": {"max_turns": 6},
+        "system_prompt": "You are a visual agent. Tools:\n{tools}",
+    }
+    engine = AgentWorkflowEngine(
+        VisionDeepResearchWorkflow,
+        {"agent": agent, "environment": env},
+        rollout_engine,
+        config=config,
+        n_parallel_tasks=1,
+        retry_limit=1,
+    )
+    tasks = [
+        {"id": "A", "question": "What colour is the square?", "answer": "blue", "images": [image]}
+    ] * 2 + [{"id": "B", "question": "Name the painter.", "answer": "blue", "images": [image]}] * 2
     task_ids = ["A", "A", "B", "B"]
     episodes = asyncio.run(engine.execute_tasks(tasks, task_ids))
     return engine, episodes, task_ids
@@ -102,8 +121,16 @@ def test_episodes_rows_and_advantages_through_rllm_and_verl(tok_proc, env, task_
     assert sorted(e.id for e in episodes) == ["A:0", "A:1", "B:0", "B:1"]
     assert all(e.termination_reason == TerminationReason.ENV_DONE for e in episodes)
     # which scripted rollout got which uid is up to rLLM's scheduling: identify episodes by what happened
-    summary = {e.id: (e.info["is_fatal"], e.info["fatal_step_index"], len(e.trajectories[0].steps),
-                      round(e.trajectories[0].reward, 6), e.metrics["is_fatal"]) for e in episodes}
+    summary = {
+        e.id: (
+            e.info["is_fatal"],
+            e.info["fatal_step_index"],
+            len(e.trajectories[0].steps),
+            round(e.trajectories[0].reward, 6),
+            e.metrics["is_fatal"],
+        )
+        for e in episodes
+    }
     outcomes = {}
     for eid, value in summary.items():
         outcomes.setdefault(eid[0], set()).add(value)
@@ -125,7 +152,9 @@ def test_episodes_rows_and_advantages_through_rllm_and_verl(tok_proc, env, task_
     for i, eid in enumerate(order):
         mm = nt["multi_modal_inputs"][i]
         assert mm["image_grid_thw"].shape[0] == (3 if eid == answered else 1)
-        assert int((batch.batch["input_ids"][i] == pad).sum()) == image_token_count(processor, mm["image_grid_thw"])
+        assert int((batch.batch["input_ids"][i] == pad).sum()) == image_token_count(
+            processor, mm["image_grid_thw"]
+        )
         assert mm["pixel_values"].shape[0] == int(mm["image_grid_thw"].prod(-1).sum())
     assert batch.batch["position_ids"].shape[1] == 4
 

@@ -1,7 +1,10 @@
-"""The verl agent loop ``vision_deepresearch`` with real verl 0.9.1 classes on CPU and the tiny local Qwen3-VL.
+# ruff: noqa: F811  (pytest fixtures imported from rl_fixtures are re-bound as test arguments)
+"""The verl agent loop ``vision_deepresearch`` with real verl 0.9.1 classes on CPU and the tiny local
+Qwen3-VL.
 
 The generation server is the one boundary we drive (verl's ``LLMServerClient.generate`` contract: prompt ids +
-images in, ``TokenOutput`` out); the loop is instantiated through verl's own registry with hydra, and its output
+images in, ``TokenOutput`` out); the loop is instantiated through verl's own registry with hydra, and its
+output
 goes through verl's own ``AgentLoopWorker`` post-processing into the ``DataProto`` the trainer consumes.
 """
 
@@ -19,6 +22,8 @@ from omegaconf import OmegaConf
 pytest.importorskip("verl", reason="verl is not installed (pip install 'opensearch-vl[rl]')")
 
 import hydra  # noqa: E402
+import opensearch_vl.plugins.verl.agent_loop as agent_loop  # noqa: E402
+from opensearch_vl.rl.tokenize import image_token_count  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import (  # noqa: E402
     AgentLoopWorker,
     DictConfigWrap,
@@ -30,16 +35,18 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.utils.tokenizer import hf_processor, hf_tokenizer  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-import opensearch_vl.plugins.verl.agent_loop as agent_loop  # noqa: E402
-from opensearch_vl.rl.tokenize import image_token_count  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).parents[1] / "rl"))
 from rl_fixtures import env, task_image, tiny_model_dir  # noqa: E402,F401
 
 ZOOM = '<think>zoom</think><tool_call>{"name": "zoom", "arguments": {"image": "img_%d"}}</tool_call>'
 SEARCH = '<think>search</think><tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>'
 ANSWER = "<think>done</think><response>blue</response>"
-SCRIPTS = [[ZOOM % 1, ZOOM % 2, ANSWER], [ZOOM % 1, SEARCH, SEARCH, SEARCH], [ANSWER], [SEARCH, SEARCH, SEARCH]]
+SCRIPTS = [
+    [ZOOM % 1, ZOOM % 2, ANSWER],
+    [ZOOM % 1, SEARCH, SEARCH, SEARCH],
+    [ANSWER],
+    [SEARCH, SEARCH, SEARCH],
+]
 
 
 class ScriptedServer:
@@ -66,13 +73,19 @@ def verl_setup(tiny_model_dir):
     tokenizer = hf_tokenizer(str(tiny_model_dir))
     processor = hf_processor(str(tiny_model_dir))
     assert processor is not None and hasattr(processor, "get_rope_index")
-    config = OmegaConf.create({
-        "actor_rollout_ref": {"rollout": {"prompt_length": 2048, "response_length": 3072,
-                                          "calculate_log_probs": True}},
-        "data": {},
-        "opensearch_vl": {"tools": {"tools": []}, "limits": {"max_turns": 6},
-                          "system_prompt": "You are a visual agent. Tools:\n{tools}"},
-    })
+    config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {
+                "rollout": {"prompt_length": 2048, "response_length": 3072, "calculate_log_probs": True}
+            },
+            "data": {},
+            "opensearch_vl": {
+                "tools": {"tools": []},
+                "limits": {"max_turns": 6},
+                "system_prompt": "You are a visual agent. Tools:\n{tools}",
+            },
+        }
+    )
     return tokenizer, processor, config
 
 
@@ -80,9 +93,14 @@ def make_loop(verl_setup, server, env):
     tokenizer, processor, config = verl_setup
     loop = hydra.utils.instantiate(
         config=_agent_loop_registry[agent_loop.AGENT_NAME],
-        trainer_config=DictConfigWrap(config=config), server_manager=server, tokenizer=tokenizer,
-        processor=processor, hf_model_type="qwen3_vl", dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(config.data), tools=ToolListWrap([]),
+        trainer_config=DictConfigWrap(config=config),
+        server_manager=server,
+        tokenizer=tokenizer,
+        processor=processor,
+        hf_model_type="qwen3_vl",
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(config.data),
+        tools=ToolListWrap([]),
     )
     loop.env = env  # the test environment's tools (zoom + a broken search); settings select none by name
     return loop
@@ -90,8 +108,15 @@ def make_loop(verl_setup, server, env):
 
 def sample(i, image):
     return {
-        "raw_prompt": [{"role": "user", "content": [{"type": "image", "image": image},
-                                                    {"type": "text", "text": "What colour is the square?"}]}],
+        "raw_prompt": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "image": image},
+                    {"type": "text", "text": "What colour is the square?"},
+                ],
+            }
+        ],
         "extra_info": {"id": f"q{i // 2}", "question": "What colour is the square?", "answers": ["blue"]},
         "reward_model": {"ground_truth": "blue"},
         "index": i // 2,
@@ -116,7 +141,9 @@ def test_loop_is_registered_under_its_name():
 
 
 @pytest.mark.slow
-def test_rows_through_verl_postprocessing_carry_masks_images_rewards_and_is_fatal(verl_setup, env, task_image):
+def test_rows_through_verl_postprocessing_carry_masks_images_rewards_and_is_fatal(
+    verl_setup, env, task_image
+):
     tokenizer, processor, _ = verl_setup
     server = ScriptedServer(tokenizer, SCRIPTS)
     loop = make_loop(verl_setup, server, env)
@@ -127,7 +154,9 @@ def test_rows_through_verl_postprocessing_carry_masks_images_rewards_and_is_fata
         for i in range(len(SCRIPTS)):
             kwargs = sample(i, task_image.copy())
             out = await loop.run({"temperature": 0.7}, **kwargs)
-            outs.append((out, await worker._agent_loop_postprocess(out, False, raw_prompt=kwargs["raw_prompt"])))
+            outs.append(
+                (out, await worker._agent_loop_postprocess(out, False, raw_prompt=kwargs["raw_prompt"]))
+            )
         return outs
 
     outs = asyncio.run(go())
@@ -146,20 +175,24 @@ def test_rows_through_verl_postprocessing_carry_masks_images_rewards_and_is_fata
     spans = [sum(r.response_mask) for r in raw]
     assert spans[3] == 0 and 0 < spans[1] < len(raw[1].response_ids)
     assert batch.batch["response_mask"][3].sum() == 0
-    assert torch.equal(batch.batch["response_mask"][1, : len(raw[1].response_mask)],
-                       torch.tensor(raw[1].response_mask))
+    assert torch.equal(
+        batch.batch["response_mask"][1, : len(raw[1].response_mask)], torch.tensor(raw[1].response_mask)
+    )
 
     # images: every image reaches the multimodal inputs the actor/ref forward passes use
     pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
     for i, mm in enumerate(batch.non_tensor_batch["multi_modal_inputs"]):
         n_images = len(raw[i].multi_modal_data.get("images", []))
         assert mm["image_grid_thw"].shape[0] == n_images
-        assert int((batch.batch["input_ids"][i] == pad).sum()) == image_token_count(processor, mm["image_grid_thw"])
+        assert int((batch.batch["input_ids"][i] == pad).sum()) == image_token_count(
+            processor, mm["image_grid_thw"]
+        )
         assert mm["pixel_values"].shape[0] == int(mm["image_grid_thw"].prod(-1).sum())
     assert [len(r.multi_modal_data["images"]) for r in raw] == [3, 2, 1, 1]
     assert batch.batch["position_ids"].shape[1] == 4  # Qwen3-VL mRoPE (text + 3 vision axes)
 
-    # and verl's own compute_advantage runs fatal_grpo on this batch: fatal rows never get a negative advantage
+    # and verl's own compute_advantage runs fatal_grpo on this batch: fatal rows never get a negative
+    # advantage
     batch.non_tensor_batch["uid"] = np.array(["q0", "q0", "q1", "q1"], dtype=object)
     batch.batch["token_level_rewards"] = batch.batch["rm_scores"]
     algo = OmegaConf.create({"adv_estimator": "fatal_grpo", "norm_adv_by_std_in_grpo": True})

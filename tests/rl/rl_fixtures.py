@@ -1,4 +1,5 @@
-"""Test helpers shared by tests/rl and tests/plugins: the tiny local Qwen3-VL, a scripted token backend, a small
+"""Test helpers shared by tests/rl and tests/plugins: the tiny local Qwen3-VL, a scripted token backend, a
+small
 real tool environment (an image-producing tool and a tool whose backend is down), a task image.
 
 Imported as a plain module (``tests/rl`` is put on ``sys.path`` by the tests that need it)."""
@@ -6,12 +7,12 @@ Imported as a plain module (``tests/rl`` is put on ``sys.path`` by the tests tha
 from __future__ import annotations
 
 import pytest
-from PIL import Image
-
-from opensearch_vl.errors import ToolError
 from opensearch_vl.rl.token_policy import Generation
 from opensearch_vl.tools_env.environment import ToolEnvironment
 from opensearch_vl.tools_env.tool import FunctionTool, ToolResult, ToolSpec
+from PIL import Image
+
+from opensearch_vl.errors import ToolError
 
 
 @pytest.fixture(scope="session")
@@ -57,18 +58,27 @@ def scripted_tokens():
 def _zoom(arguments, store):
     image = store.get(arguments["image"])
     w, h = image.size
-    return ToolResult(text=f"zoomed into {arguments['image']}", images=[image.crop((w // 4, h // 4, 3 * w // 4, 3 * h // 4))])
+    return ToolResult(
+        text=f"zoomed into {arguments['image']}",
+        images=[image.crop((w // 4, h // 4, 3 * w // 4, 3 * h // 4))],
+    )
 
 
 def _broken(arguments, store):
     raise ToolError("upstream_http", "search backend: HTTP 502")
 
 
-ZOOM = ToolSpec("zoom", "Zoom into the centre of an image.",
-                {"type": "object", "properties": {"image": {"type": "string"}}, "required": ["image"]},
-                produces_images=True)
-BROKEN = ToolSpec("search", "A search tool whose backend is down.",
-                  {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+ZOOM = ToolSpec(
+    "zoom",
+    "Zoom into the centre of an image.",
+    {"type": "object", "properties": {"image": {"type": "string"}}, "required": ["image"]},
+    produces_images=True,
+)
+BROKEN = ToolSpec(
+    "search",
+    "A search tool whose backend is down.",
+    {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+)
 
 
 def make_env():

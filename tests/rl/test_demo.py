@@ -15,7 +15,9 @@ def test_demo_table_shows_clamped_fatal_rollouts(tmp_path, tiny_model_dir):
     result = asyncio.run(run_demo(tmp_path, advantage_fn=fatal_advantages, model_dir=tiny_model_dir, tasks=1))
     rows = {r.variant: r for r in result.rows}
     assert rows["oracle"].reward == pytest.approx(0.8) and rows["oracle"].advantage > 0
-    assert rows["cascade@1"].fatal_step == 1 and rows["cascade@1"].clamped and rows["cascade@1"].advantage == 0.0
+    assert (
+        rows["cascade@1"].fatal_step == 1 and rows["cascade@1"].clamped and rows["cascade@1"].advantage == 0.0
+    )
     assert rows["cascade@0"].trainable_tokens == 0 and rows["cascade@0"].r_fmt == 0.0
     assert rows["wrong"].advantage < 0 and not rows["wrong"].is_fatal
     assert "clamp" in (tmp_path / "rl_demo_table.txt").read_text()

@@ -8,12 +8,12 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from opensearch_vl.rl.agent import task_from_row
+from opensearch_vl.rl.prepare import prepare_rl_data
 from PIL import Image
 
 from opensearch_vl.cli.main import main
 from opensearch_vl.errors import DataError
-from opensearch_vl.rl.agent import task_from_row
-from opensearch_vl.rl.prepare import prepare_rl_data
 
 
 def png(color, size=(40, 30)):
@@ -23,8 +23,15 @@ def png(color, size=(40, 30)):
 
 
 def vdr_parquet(path, rows=10, bad=()):
-    table = [{"question": f"Q{i}?", "answer": f"A{i}", "image": {"bytes": b"junk" if i in bad else png((i, 0, 0))},
-              "category": "demo"} for i in range(rows)]
+    table = [
+        {
+            "question": f"Q{i}?",
+            "answer": f"A{i}",
+            "image": {"bytes": b"junk" if i in bad else png((i, 0, 0))},
+            "category": "demo",
+        }
+        for i in range(rows)
+    ]
     pq.write_table(pa.Table.from_pylist(table), path)
 
 
@@ -34,7 +41,9 @@ def test_parquet_to_verl_and_rllm_layouts(tmp_path):
     assert report.counts == {"train": 8, "test": 2} and report.images == 10
     verl = pq.read_table(report.verl_files["train"]).to_pylist()
     first = verl[0]
-    assert first["agent_name"] == "vision_deepresearch" and first["prompt"][0]["content"].startswith("<image>")
+    assert first["agent_name"] == "vision_deepresearch" and first["prompt"][0]["content"].startswith(
+        "<image>"
+    )
     assert first["reward_model"]["ground_truth"] == first["extra_info"]["answers"][0]
     assert Image.open(io.BytesIO(first["images"][0]["bytes"])).size == (40, 30)
     rows = [json.loads(x) for x in report.rllm_files["test"].read_text().splitlines()]
@@ -52,10 +61,23 @@ def test_bad_images_are_named_by_row_and_reason(tmp_path):
 
 def test_cli_prepare_jsonl_with_relative_paths(tmp_path, capsys):
     (tmp_path / "img.png").write_bytes(png((0, 0, 200)))
-    (tmp_path / "rl.jsonl").write_text(json.dumps({"question": "Colour?", "answer": ["blue"],
-                                                   "images": ["img.png"]}) + "\n")
-    assert main(["rl", "prepare", str(tmp_path / "rl.jsonl"), "--out", str(tmp_path / "o"),
-                 "--test-fraction", "0"]) == 0
+    (tmp_path / "rl.jsonl").write_text(
+        json.dumps({"question": "Colour?", "answer": ["blue"], "images": ["img.png"]}) + "\n"
+    )
+    assert (
+        main(
+            [
+                "rl",
+                "prepare",
+                str(tmp_path / "rl.jsonl"),
+                "--out",
+                str(tmp_path / "o"),
+                "--test-fraction",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["counts"] == {"train": 1}
 
 
@@ -69,4 +91,6 @@ def test_registers_with_rllm_dataset_registry(tmp_path, monkeypatch):
     paths = register_rllm_dataset("osvl-test", report.rllm_files)
     assert set(paths) == {"train", "test"}
     train = pq.read_table(paths["train"]).to_pylist()
-    assert len(train) == 3 and train[0]["extra_info"]["question"].startswith("Q")  # rLLM's verl companion file
+    assert len(train) == 3 and train[0]["extra_info"]["question"].startswith(
+        "Q"
+    )  # rLLM's verl companion file

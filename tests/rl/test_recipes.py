@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
 from opensearch_vl.rl.agent import load_settings
 from opensearch_vl.rl.recipes import RECIPE_DIR, recipe_base, recipe_overrides
 
@@ -40,30 +38,48 @@ def test_recipe_composes_with_verl(name):
     if name != "smoke":
         r = cfg.actor_rollout_ref.rollout
         assert (r.name, r.mode, r.tensor_model_parallel_size, r.temperature) == ("sglang", "async", 4, 0.7)
-        assert (cfg.data.train_batch_size, cfg.data.max_prompt_length, cfg.data.max_response_length) == (256, 4096, 70000)
+        assert (cfg.data.train_batch_size, cfg.data.max_prompt_length, cfg.data.max_response_length) == (
+            256,
+            4096,
+            70000,
+        )
         assert settings.limits.max_turns == 50 and settings.max_new_tokens == 4096
 
 
 @pytest.mark.slow
 def test_paper_table_differences_between_sizes():
     c8, c30, c32 = (compose_verl(n) for n in RECIPES[1:])
-    assert (c8.actor_rollout_ref.rollout.n, c30.actor_rollout_ref.rollout.n, c32.actor_rollout_ref.rollout.n) == (8, 16, 16)
+    assert (
+        c8.actor_rollout_ref.rollout.n,
+        c30.actor_rollout_ref.rollout.n,
+        c32.actor_rollout_ref.rollout.n,
+    ) == (8, 16, 16)
     m8, m30 = c8.actor_rollout_ref.actor.megatron, c30.actor_rollout_ref.actor.megatron
-    assert (m8.tensor_model_parallel_size, m8.pipeline_model_parallel_size, m8.context_parallel_size) == (4, 2, 8)
-    assert (m30.context_parallel_size, m30.expert_model_parallel_size, m30.expert_tensor_parallel_size) == (4, 8, 1)
+    assert (m8.tensor_model_parallel_size, m8.pipeline_model_parallel_size, m8.context_parallel_size) == (
+        4,
+        2,
+        8,
+    )
+    assert (m30.context_parallel_size, m30.expert_model_parallel_size, m30.expert_tensor_parallel_size) == (
+        4,
+        8,
+        1,
+    )
     assert m30.override_transformer_config.moe_router_dtype == "fp32"
     assert c30.actor_rollout_ref.actor.ppo_mini_batch_size == 128
     # a command-line override wins over the recipe
-    assert compose_verl("qwen3vl_8b", ["algorithm.adv_estimator=fatal_rloo"]).algorithm.adv_estimator == "fatal_rloo"
+    assert (
+        compose_verl("qwen3vl_8b", ["algorithm.adv_estimator=fatal_rloo"]).algorithm.adv_estimator
+        == "fatal_rloo"
+    )
 
 
 @pytest.mark.slow
 def test_recipe_composes_with_rllm_config():
     pytest.importorskip("rllm", reason="rLLM is not installed (GitHub source only)")
-    sys.path.insert(0, str(RECIPE_DIR))
-    import train_rllm
+    from opensearch_vl.plugins.rllm.train import compose_recipe
 
-    cfg = train_rllm.compose(str(RECIPE_DIR / "qwen3vl_8b.yaml"), ["trainer.nnodes=2"])
+    cfg = compose_recipe(str(RECIPE_DIR / "qwen3vl_8b.yaml"), ["trainer.nnodes=2"])
     assert cfg.algorithm.adv_estimator == "fatal_grpo" and cfg.rllm.workflow.use_workflow is True
     assert cfg.trainer.nnodes == 2 and cfg.rllm.dataset == "searchvl-rl"
 

@@ -5,22 +5,31 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from opensearch_vl.rl.reward import CompositeReward, RewardConfig, format_reward
+from opensearch_vl.rl.workflow_core import RLLM_TERMINATION, FatalConfig, classify_episode, score_episode
+from opensearch_vl.tools_env.transcript import Action, Score, Step, TaskInfo, Transcript
 
 from opensearch_vl.errors import JudgeError
-from opensearch_vl.rl.reward import CompositeReward, RewardConfig, format_reward
-from opensearch_vl.rl.workflow_core import FatalConfig, RLLM_TERMINATION, classify_episode, score_episode
-from opensearch_vl.tools_env.transcript import Action, Score, Step, TaskInfo, Transcript
 
 
 def step(i, kind="tool_call", well_formed=True, error=False):
-    return Step(index=i, model_text="t", action=Action(kind=kind, well_formed=well_formed,
-                                                       tool="zoom" if kind == "tool_call" else None),
-                error=error, error_category="timeout" if error else None)
+    return Step(
+        index=i,
+        model_text="t",
+        action=Action(kind=kind, well_formed=well_formed, tool="zoom" if kind == "tool_call" else None),
+        error=error,
+        error_category="timeout" if error else None,
+    )
 
 
 def transcript(steps, termination="answer", answer="blue", fatal=None):
-    return Transcript(task=TaskInfo(id="q", question="?", answers=["blue"]), steps=steps, termination=termination,
-                      final_answer=answer, fatal_step_index=fatal)
+    return Transcript(
+        task=TaskInfo(id="q", question="?", answers=["blue"]),
+        steps=steps,
+        termination=termination,
+        final_answer=answer,
+        fatal_step_index=fatal,
+    )
 
 
 class Judge:
@@ -42,7 +51,9 @@ def score(t, reward=None, config=None):
 
 def test_equation_9_with_judges():
     t = transcript([step(0), step(1, well_formed=False), step(2, kind="answer")])
-    reward = CompositeReward(RewardConfig(accuracy_weight=0.8), answer_judge=Judge(1.0), process_judge=Judge(0.5))
+    reward = CompositeReward(
+        RewardConfig(accuracy_weight=0.8), answer_judge=Judge(1.0), process_judge=Judge(0.5)
+    )
     s = score(t, reward)
     assert s.reward.r_fmt == pytest.approx(2 / 3)
     assert s.reward.total == pytest.approx(2 / 3 * (0.8 * 1.0 + 0.2 * 0.5))

@@ -1,10 +1,10 @@
-"""Token-exact trajectories on the tiny local Qwen3-VL: masks, image-token expansion, append-only exactness."""
+"""Token-exact trajectories on the tiny local Qwen3-VL: masks, image-token expansion, append-only
+exactness."""
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
 from opensearch_vl.rl.agent import RLAgentSettings, build_reward, rollout
 from opensearch_vl.rl.token_policy import TokenPolicy
 from opensearch_vl.rl.tokenize import ChatRenderer, image_token_count, multi_modal_inputs
@@ -72,7 +72,7 @@ def test_row_is_what_the_model_saw_and_masks_only_model_tokens(processor, script
     # mask: 1 exactly on the generated ids of each step, 0 on the observation in between
     for (s, e), (_, images) in zip(row.step_spans, backend.calls):
         assert all(m == 1 for m in row.response_mask[s:e])
-    between = row.response_mask[row.step_spans[0][1]:row.step_spans[1][0]]
+    between = row.response_mask[row.step_spans[0][1] : row.step_spans[1][0]]
     assert between and not any(between)
     assert sum(row.response_mask) == sum(e - s for s, e in row.step_spans)
     assert row.response_logprobs is not None and len(row.response_logprobs) == len(row.response_ids)
@@ -87,7 +87,7 @@ def test_fatal_cascade_masks_from_the_fatal_step(processor, scripted_tokens, env
     spans = row.step_spans
     assert len(spans) == 4
     assert all(row.response_mask[i] == 1 for i in range(*spans[0]))
-    assert not any(row.response_mask[spans[1][0]:])  # fatal step and everything after leave the loss
+    assert not any(row.response_mask[spans[1][0] :])  # fatal step and everything after leave the loss
     # only the pre-fatal step is format-scored; r_acc 0 (no answer) → reward 0
     assert scored.reward.scored_steps == 1 and scored.reward.r_fmt == 1.0 and scored.reward.total == 0.0
 
@@ -100,5 +100,7 @@ def test_truncation_never_splits_an_image(processor, scripted_tokens, env, task_
     row = policy.trajectory.assemble(3, max_response_length=cut)
     assert row.truncated and len(row.response_ids) == cut
     mm = multi_modal_inputs(processor, row.images)
-    assert pad_count(processor, row.prompt_ids + row.response_ids) == image_token_count(processor, mm["image_grid_thw"])
+    assert pad_count(processor, row.prompt_ids + row.response_ids) == image_token_count(
+        processor, mm["image_grid_thw"]
+    )
     assert len(row.images) == 2

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from PIL import Image
-
 from opensearch_vl.rl.agent import RLAgentSettings, ToolServiceSettings
 from opensearch_vl.rl.tool_service import RemoteToolEnvironment, environment_for, start_tool_pool
 from opensearch_vl.tools_env.config import ToolEnvConfig
 from opensearch_vl.tools_env.environment import ToolEnvironment
+from PIL import Image
 
 
 def test_in_process_environment_is_shared_per_settings():
@@ -33,15 +32,24 @@ def test_ray_pool_matches_in_process_results():
             store = env.new_store()
             store.add(Image.new("RGB", (64, 48), (10, 200, 30)))
             store.add(Image.new("RGB", (32, 32), (200, 10, 30)))
-            crop = await env.execute("crop", {"image": "img_2", "x": 4, "y": 4, "width": 10, "height": 8}, store)
-            sharp = [await env.execute("sharpen", {"image": "img_3"}, store) for _ in range(8)]  # one episode: in turn
-            bad = await env.execute("crop", {"image": "img_99", "x": 0, "y": 0, "width": 1, "height": 1}, store)
+            crop = await env.execute(
+                "crop", {"image": "img_2", "x": 4, "y": 4, "width": 10, "height": 8}, store
+            )
+            sharp = [
+                await env.execute("sharpen", {"image": "img_3"}, store) for _ in range(8)
+            ]  # one episode: in turn
+            bad = await env.execute(
+                "crop", {"image": "img_99", "x": 0, "y": 0, "width": 1, "height": 1}, store
+            )
             return store, crop, sharp, bad
 
         r_store, r_crop, r_sharp, r_bad = asyncio.run(calls(remote))
         l_store, l_crop, l_sharp, l_bad = asyncio.run(calls(local))
         assert r_crop.text == l_crop.text and r_crop.image_ids == ("img_3",)
-        assert r_store.get("img_3").size == (10, 8) and r_store.record("img_3").sha256 == l_store.record("img_3").sha256
+        assert (
+            r_store.get("img_3").size == (10, 8)
+            and r_store.record("img_3").sha256 == l_store.record("img_3").sha256
+        )
         assert len(r_store) == len(l_store) == 11
         assert [o.image_ids for o in r_sharp] == [o.image_ids for o in l_sharp]
 
@@ -50,6 +58,7 @@ def test_ray_pool_matches_in_process_results():
                 store = env.new_store()
                 store.add(Image.new("RGB", (40, 40), (9, 9, 9)))
                 return await env.execute("sharpen", {"image": "img_1"}, store), store
+
             return await asyncio.gather(*(one() for _ in range(n)))
 
         results = asyncio.run(episodes(remote, 32))
