@@ -23,8 +23,9 @@ Example:
 from __future__ import annotations
 
 import sys
-from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
+
+# Duck-typed finder/loader (no importlib.abc import): this module runs at every interpreter start-up.
 
 __all__ = ["TARGET_MODULE", "install", "is_installed", "last_error"]
 
@@ -83,8 +84,8 @@ def _explain_on_lookup(module, exc: BaseException) -> None:
     module.get_template_and_fix_tokenizer = get_template_and_fix_tokenizer
 
 
-class _RegisteringLoader(Loader):
-    def __init__(self, wrapped: Loader) -> None:
+class _RegisteringLoader:
+    def __init__(self, wrapped) -> None:
         self._wrapped = wrapped
 
     def create_module(self, spec):
@@ -98,10 +99,11 @@ class _RegisteringLoader(Loader):
         return getattr(self._wrapped, name)
 
 
-class LlamaFactoryTemplateFinder(MetaPathFinder):
+class LlamaFactoryTemplateFinder:
     """A `sys.meta_path` finder that reacts only to `llamafactory.data.template`."""
 
     def find_spec(self, fullname, path=None, target=None) -> ModuleSpec | None:
+        """Delegate to the path finder for the target module and wrap its loader; ignore everything else."""
         if fullname != TARGET_MODULE:
             return None
         spec = PathFinder.find_spec(fullname, path, target)
