@@ -69,26 +69,31 @@ TINY_IMAGE_MAX_PIXELS = 16777216
 """The processor's `smart_resize` ceiling, as in Qwen3-VL's preprocessor config."""
 
 _CHAT_TEMPLATE = (
-    "{%- if tools %}<|im_start|>system\n"
-    "{%- if messages[0].role == 'system' %}{{ messages[0].content }}\n\n{%- endif %}"
+    # No whitespace control ({%- -%}) anywhere: every newline below is one Qwen3-VL's format has, so
+    # stripping around tags would eat the newline after a role name. transformers renders with
+    # trim_blocks, which drops a newline right after a block tag, so those are written as {{ '\\n' }}.
+    "{% macro render(content) %}{% if content is string %}{{ content }}{% else %}"
+    "{% for part in content %}{% if part.type == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part.type == 'text' %}{{ part.text }}{% endif %}{% endfor %}{% endif %}{% endmacro %}"
+    "{% if tools %}<|im_start|>system\n"
+    "{% if messages[0].role == 'system' %}{{ render(messages[0].content) }}\n\n{% endif %}"
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
-    "{%- for tool in tools %}\n{{ tool | tojson }}{%- endfor %}\n</tools>\n\n"
+    "{% for tool in tools %}{{ '\\n' }}{{ tool | tojson }}{% endfor %}{{ '\\n' }}</tools>\n\n"
     "For each function call, return a json object with function name and arguments within "
     "<tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
-    "{%- elif messages[0].role == 'system' %}<|im_start|>system\n{{ messages[0].content }}<|im_end|>\n"
-    "{%- endif %}"
-    "{%- for message in messages %}{%- if message.role != 'system' %}"
-    "<|im_start|>{{ 'user' if message.role == 'tool' else message.role }}\n"
-    "{%- if message.content is string %}{{ message.content }}{%- else %}"
-    "{%- for part in message.content %}{%- if part.type == 'image' %}"
-    "<|vision_start|><|image_pad|><|vision_end|>{%- elif part.type == 'text' %}{{ part.text }}{%- endif %}"
-    "{%- endfor %}{%- endif %}<|im_end|>\n{%- endif %}{%- endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+    "{% elif messages[0].role == 'system' %}<|im_start|>system\n{{ render(messages[0].content) }}<|im_end|>\n"
+    "{% endif %}"
+    "{% for message in messages %}{% if message.role == 'tool' %}"
+    "<|im_start|>user\n<tool_response>\n{{ render(message.content) }}\n</tool_response><|im_end|>\n"
+    "{% elif message.role != 'system' %}"
+    "<|im_start|>{{ message.role }}\n{{ render(message.content) }}<|im_end|>\n"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-# A simplified Qwen3-VL-style template for generation smoke tests; training renders with the registered
-# LLaMA-Factory template, never with this one.
+# Qwen3-VL's message layout for generation with the tiny model (roles, tools block, image placeholders,
+# tool responses as user turns); training renders with the registered LLaMA-Factory template instead.
 
 _CORPUS = (
     "The image shows a red square in the top left corner and a blue circle on the right.",
