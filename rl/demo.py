@@ -1,9 +1,10 @@
 """The RL stage in miniature (the README main job): rollouts, rewards, fatal-aware advantages, one table.
 
 On the bundled mini benchmark (``eval/data/mini``) each task gets a group of rollouts against the real offline
-tool environment, driven token-in/token-out over the tiny local Qwen3-VL's processor by a scripted "model"
-(the oracle's turns, a rollout that hits a failing-call cascade after a good first step, one that fails from
-its first step, one that answers wrong). Each rollout is scored with Eq. 9, turned into the same row the verl
+tool environment, driven token-in/token-out over the local Qwen3-VL's processor: rollouts sampled from the
+model itself (:func:`local_generate_fn`, the seam sglang fills during training), and scripted ones that show
+every case of the clamp (the oracle's turns, a failing-call cascade after a good first step, one that fails
+from its first step, one that answers wrong). Each rollout is scored with Eq. 9, turned into the same row the verl
 agent loop emits, and the group's advantages come from ``advantage_fn`` — the CLI passes verl's own
 ``compute_advantage`` with ``fatal_grpo`` (``opensearch_vl.plugins.verl.agent_loop.fatal_advantages``).
 
@@ -22,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from opensearch_vl.rl.agent import RLAgentSettings, build_reward, rollout, task_from_row
-from opensearch_vl.rl.token_policy import Generation, TokenPolicy
+from opensearch_vl.rl.token_policy import GenerateFn, Generation, TokenPolicy
 from opensearch_vl.rl.tokenize import ChatRenderer, TokenRow
 from opensearch_vl.rl.workflow_core import ScoredEpisode
 from opensearch_vl.tools_env.environment import ToolEnvironment
 from opensearch_vl.tools_env.transcript import Transcript
 
-__all__ = ["DemoRow", "DemoResult", "run_demo", "AdvantageFn", "MINI_DIR"]
+__all__ = ["DemoRow", "DemoResult", "run_demo", "local_generate_fn", "AdvantageFn", "MINI_DIR"]
 
 MINI_DIR = Path(__file__).resolve().parents[1] / "eval" / "data" / "mini"
 """The bundled mini benchmark (images, questions, oracle turns)."""
@@ -86,6 +87,58 @@ class DemoResult:
         return "\n".join(lines)
 
 
+def local_generate_fn(
+    model_dir: str | Path, *, max_new_tokens: int = 48, temperature: float = 0.7, seed: int = 0
+) -> GenerateFn:
+    """A token backend over a local Qwen3-VL checkpoint: ``async (prompt_ids, images) -> Generation``.
+
+    It sees exactly what a rollout server sees (prompt ids with expanded image-pad tokens, every image of
+    the conversation) and never emits vision tokens, which would leave image tokens without images.
+
+    Example:
+        >>> generate = local_generate_fn("runs/sft_smoke")  # doctest: +SKIP
+    """
+    import threading
+
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(str(model_dir))
+    model = AutoModelForImageTextToText.from_pretrained(str(model_dir), dtype=torch.float32).eval()
+    tokenizer = processor.tokenizer
+    vision = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>", "<|vision_pad|>")
+    banned = [[tokenizer.convert_tokens_to_ids(t)] for t in vision if t in tokenizer.get_vocab()]
+    generator_lock = threading.Lock()
+    torch.manual_seed(seed)
+
+    def _generate(prompt_ids: list[int], images: list[Any]) -> Generation:
+        inputs: dict[str, Any] = {"input_ids": torch.tensor([prompt_ids])}
+        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+        if images:
+            pixels = processor.image_processor(images=images, return_tensors="pt")
+            inputs.update(pixel_values=pixels["pixel_values"], image_grid_thw=pixels["image_grid_thw"])
+        with generator_lock, torch.inference_mode():
+            output = model.generate(
+                **inputs,
+                max_new_tokens=max_new_tokens,
+                do_sample=True,
+                temperature=temperature,
+                bad_words_ids=banned or None,
+                eos_token_id=tokenizer.eos_token_id,
+                pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+            )
+        new = output[0, len(prompt_ids) :].tolist()
+        finish = "stop" if new and new[-1] == tokenizer.eos_token_id else "length"
+        if finish == "length":
+            new.append(tokenizer.eos_token_id)  # the turn ends here either way; the row stays well-formed
+        return Generation(new, finish_reason=finish)
+
+    async def generate(prompt_ids: list[int], images: list[Any]) -> Generation:
+        return await asyncio.to_thread(_generate, prompt_ids, images)
+
+    return generate
+
+
 def _variants(oracle: list[str]) -> dict[str, list[str]]:
     return {
         "oracle": list(oracle),
@@ -101,6 +154,7 @@ async def run_demo(
     advantage_fn: AdvantageFn,
     model_dir: str | Path | None = None,
     tasks: int = 3,
+    model_rollouts: int = 2,
     settings: RLAgentSettings | None = None,
 ) -> DemoResult:
     """Run the demo and write its transcripts and table under ``out_dir``.
@@ -109,7 +163,8 @@ async def run_demo(
         advantage_fn: computes the advantages of the rollout rows (the CLI uses verl's ``compute_advantage``).
         model_dir: a local Qwen3-VL checkpoint for the processor; ``None`` builds the tiny one under
         ``out_dir``.
-        tasks: how many mini-benchmark tasks (each gets a group of 4 rollouts).
+        tasks: how many mini-benchmark tasks (each gets a group of 4 scripted rollouts plus the model's).
+        model_rollouts: rollouts per task sampled from the model in ``model_dir`` (0: scripted only).
     """
     from transformers import AutoProcessor
 
@@ -147,13 +202,16 @@ async def run_demo(
         }
         for variant, turns in _variants(oracles[case["id"]]).items():
             jobs.append((task_from_row(row), variant, turns))
+        for k in range(model_rollouts):
+            jobs.append((task_from_row(row), f"model#{k + 1}", None))
+    model_generate = local_generate_fn(model_dir) if model_rollouts else None
 
     async def one(task, variant, turns):
-        async def generate(prompt_ids, images):
+        async def scripted(prompt_ids, images):
             text = turns[policy.trajectory.num_completions]
             return Generation(tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id])
 
-        policy = TokenPolicy(renderer, generate)
+        policy = TokenPolicy(renderer, scripted if turns is not None else model_generate)
         transcript, scored = await rollout(policy, task, env, settings, reward)
         return transcript, scored, policy.trajectory.assemble(scored.outcome.kept_steps)
 

@@ -46,7 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     demo.add_argument("--out", required=True, help="output folder (transcripts, table)")
     demo.add_argument("--model", default=None, help="local Qwen3-VL folder for the processor (default: tiny)")
-    demo.add_argument("--tasks", type=int, default=3, help="mini-benchmark tasks, 4 rollouts each (3)")
+    demo.add_argument("--tasks", type=int, default=3, help="mini-benchmark tasks (3)")
+    demo.add_argument(
+        "--model-rollouts",
+        type=int,
+        default=2,
+        help="rollouts per task sampled from --model (2; 0: scripted only)",
+    )
     demo.set_defaults(func=_demo)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
@@ -89,7 +95,13 @@ def _demo(args: argparse.Namespace) -> int:
     from opensearch_vl.rl.demo import run_demo
 
     result = asyncio.run(
-        run_demo(args.out, advantage_fn=fatal_advantages, model_dir=args.model, tasks=args.tasks)
+        run_demo(
+            args.out,
+            advantage_fn=fatal_advantages,
+            model_dir=args.model,
+            tasks=args.tasks,
+            model_rollouts=args.model_rollouts,
+        )
     )
     print(result.table())
     print(f"\nrl demo: {len(result.rows)} rollouts; table and transcripts in {result.out_dir}")

@@ -21,4 +21,10 @@ def test_demo_table_shows_clamped_fatal_rollouts(tmp_path, tiny_model_dir):
     assert rows["cascade@0"].trainable_tokens == 0 and rows["cascade@0"].r_fmt == 0.0
     assert rows["wrong"].advantage < 0 and not rows["wrong"].is_fatal
     assert "clamp" in (tmp_path / "rl_demo_table.txt").read_text()
-    assert len(list((tmp_path / "transcripts").glob("*.json"))) == 4
+    # two rollouts sampled from the model itself, in the same group, through the same token path
+    model_rows = [r for r in result.rows if r.variant.startswith("model#")]
+    assert len(model_rows) == 2
+    for row in model_rows:
+        assert row.steps >= 1 and row.images >= 1
+        assert row.reward >= 0.0 and (not row.is_fatal or row.advantage >= 0.0)
+    assert len(list((tmp_path / "transcripts").glob("*.json"))) == 6
