@@ -8,7 +8,9 @@ A row is what `recipes/data/dataset_info.json` entries describe (`formatting: sh
   observation text and its images (images before text, inside `<tool_response>` added by the template);
 - `images`: every image in order of appearance (task images, then each observation's), as PNG files
   named by content hash, so an image shared by many rows is written once;
-- `system`: the system prompt (`""` when none); `tools`: the tool schemas as a JSON **string**.
+- `system`: the system prompt (`""` when none); `tools`: the tool schemas as a JSON **string** — or `""`
+  when the system prompt already lists them (the tools environment's default prompt does), so the
+  template does not add a second `# Tools` block and the row renders what the model saw.
 
 The rendered chat is exactly what the tools environment showed the model (`tools_env.observation`), so SFT,
 RL and evaluation see one format.
@@ -110,12 +112,20 @@ def transcript_to_sharegpt(
             conversations.append(
                 {"from": "observation", "value": render_observation_text(step.observation, n)}
             )
+    system = transcript.system_prompt or ""
     return {
         "conversations": conversations,
         "images": images,
-        "system": transcript.system_prompt or "",
-        "tools": json.dumps(transcript.tools, ensure_ascii=False),
+        "system": system,
+        "tools": ""
+        if _tools_in_system(transcript.tools, system)
+        else json.dumps(transcript.tools, ensure_ascii=False),
     }
+
+
+def _tools_in_system(tools: list[dict[str, Any]], system: str) -> bool:
+    """True when every tool schema already appears, as JSON, in the system prompt the model saw."""
+    return bool(tools) and all(json.dumps(t, ensure_ascii=False) in system for t in tools)
 
 
 def _write_image(

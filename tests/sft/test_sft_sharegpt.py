@@ -88,6 +88,17 @@ def test_row_layout(tmp_path):
     assert row["images"][0] != row["images"][1]
 
 
+def test_tools_already_in_the_system_prompt_are_not_listed_twice(tmp_path):
+    from opensearch_vl.tools_env.environment import ToolEnvironment
+
+    t = episode()
+    env = ToolEnvironment()
+    t.system_prompt, t.tools = env.system_prompt(), env.openai_tools()  # what the runner records
+    row = transcript_to_sharegpt(t, tmp_path / "images", media_root=tmp_path)
+    assert row["tools"] == "" and row["system"] == t.system_prompt
+    assert all(json.dumps(tool, ensure_ascii=False) in row["system"] for tool in env.openai_tools())
+
+
 def test_unanswered_episode_is_refused(tmp_path):
     with pytest.raises(DataError, match="ends with a tool response"):
         transcript_to_sharegpt(episode(answer=False), tmp_path)
