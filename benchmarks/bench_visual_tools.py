@@ -110,7 +110,7 @@ async def main(repeat: int) -> None:
                 f"{(tool_t - raw) * 1e3:>12.2f}{env_t * 1e3:>10.2f}{env_t / raw:>9.2f}x"
             )
     await env.aclose()
-    print("env adds validation and storing the produced image (canonical PNG encode + SHA-256) to tool.")
+    print("env adds validation and storing the produced image (pixel hash; PNG is encoded only when saved) to tool.")
 
 
 if __name__ == "__main__":
