@@ -157,6 +157,11 @@ class _EndpointJudge:
         self.prompt_sha256 = _sha(self.template)
         self._client = ChatClient(config.endpoint) if config.endpoint is not None else None
 
+    async def aclose(self) -> None:
+        """Close the judge endpoint's connections on the running loop."""
+        if self._client is not None:
+            await self._client.aclose()
+
     @property
     def model_name(self) -> str:
         """The judge's identity as recorded on scores."""

@@ -159,6 +159,15 @@ class EvalSession:
         await self.score(transcript)
         return transcript
 
+    async def aclose(self) -> None:
+        """Close the connections the policy, the judges and the tools hold on the running loop."""
+        closers = [getattr(self.policy.shared, "aclose", None), self.judge.aclose, self.env.aclose]
+        if self.process_judge is not None:
+            closers.append(self.process_judge.aclose)
+        for close in closers:
+            if close is not None:
+                await close()
+
     async def score(self, transcript: Transcript) -> None:
         """Put the answer (and process) scores on ``transcript``."""
         transcript.scores["answer"] = await self.judge.judge_transcript(transcript)
@@ -254,6 +263,8 @@ async def run_eval_async(
         raise
     finally:
         bar.close()
+        if session is not None:
+            await session.aclose()
     header.status = "success"
     header.finished_at = time.time()
     header.counts["finished"] = len(log.finished_ids())

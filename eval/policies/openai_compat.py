@@ -14,7 +14,8 @@ Example:
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opensearch_vl.eval.chat_client import ChatClient, EndpointConfig, EndpointError
@@ -48,11 +49,33 @@ class SamplingConfig(BaseModel):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
+class DataUriCache:
+    """PNG data URIs of images, encoded once per image object while it lives.
+
+    Every turn re-sends the whole conversation, so without it each image is PNG-encoded again on every
+    later turn of its episode. Entries go when their image is garbage-collected (the episode ended).
+    """
+
+    def __init__(self) -> None:
+        self._uris: dict[int, tuple[weakref.ref, str]] = {}
+
+    def __call__(self, part: ImagePart) -> str:
+        key = id(part.image)
+        hit = self._uris.get(key)
+        if hit is not None and hit[0]() is part.image:
+            return hit[1]
+        uri = "data:image/png;base64," + base64.b64encode(png_bytes(part.image)).decode("ascii")
+        self._uris[key] = (weakref.ref(part.image, lambda _, key=key: self._uris.pop(key, None)), uri)
+        return uri
+
+
 def _data_uri(part: ImagePart) -> str:
     return "data:image/png;base64," + base64.b64encode(png_bytes(part.image)).decode("ascii")
 
 
-def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+def to_openai_messages(
+    messages: Sequence[ChatMessage], data_uri: Callable[[ImagePart], str] = _data_uri
+) -> list[dict[str, Any]]:
     """Convert chat messages to the OpenAI wire format; text-only messages get a plain string content.
 
     Example:
@@ -70,7 +93,7 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
                 if part.text:
                     parts.append({"type": "text", "text": part.text})
             else:
-                parts.append({"type": "image_url", "image_url": {"url": _data_uri(part)}})
+                parts.append({"type": "image_url", "image_url": {"url": data_uri(part)}})
         out.append({"role": message.role, "content": parts})
     return out
 
@@ -87,6 +110,7 @@ class OpenAICompatPolicy:
         self.endpoint = endpoint
         self.sampling = sampling or SamplingConfig()
         self._client = ChatClient(endpoint)
+        self._data_uris = DataUriCache()
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -102,7 +126,7 @@ class OpenAICompatPolicy:
         """One assistant turn; endpoint failures become :class:`PolicyError` (context overflow flagged)."""
         try:
             completion = await self._client.complete(
-                to_openai_messages(messages), **self.sampling.request_fields()
+                to_openai_messages(messages, self._data_uris), **self.sampling.request_fields()
             )
         except EndpointError as exc:
             raise PolicyError(str(exc), context_overflow=exc.context_overflow) from exc
