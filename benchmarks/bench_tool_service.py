@@ -5,7 +5,7 @@
 Both sides run the same real tool (default ``sharpen``, OpenCV unsharp mask) on the same image, all calls
 issued at once (``asyncio.gather``). In-process: one ``ToolEnvironment`` (CPU work in worker threads). Ray: a
 :class:`~opensearch_vl.rl.tool_service.RemoteToolEnvironment` over ``--actors`` tool actors, with the image
-shipped as PNG each call and the produced image shipped back. The ratio is Ray wall
+shipped as a raw RGB array each call and the produced image shipped back. The ratio is Ray wall
 time / in-process wall time.
 """
 

@@ -7,9 +7,10 @@ process and settings, see :func:`environment_for`). ``mode: ray`` gives every ro
 bounds the calls in flight (``max_concurrent_calls`` split over ``num_actors`` async actors) and all actors
 use the environment's record/replay cache (one SQLite file on shared storage, safe across processes).
 
-Images cross the process boundary as PNG bytes: a call ships the images its arguments refer to (other
-ids are filled with 1×1 placeholders so numbering is identical), and images the tool produced come back
-and are added to the local store under the same ids.
+Images cross the process boundary as raw RGB arrays (Ray moves large numpy arrays through its shared-memory
+object store without pickling, and no PNG codec runs on either side): a call ships the images its arguments
+refer to (other ids are filled with 1×1 placeholders so numbering is identical), and images the tool
+produced come back and are added to the local store under the same ids.
 
 Ray is imported only when ``mode: ray`` is used.
 
@@ -21,15 +22,15 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import itertools
 import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from opensearch_vl.tools_env.environment import ToolEnvironment, ToolOutcome
-from opensearch_vl.tools_env.images import ImageStore, decode_image, png_bytes
+from opensearch_vl.tools_env.images import ImageStore
 from PIL import Image
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ logger = logging.getLogger(__name__)
 _ENVIRONMENTS: dict[str, Any] = {}
 """Registry of shared environments of this process, keyed by a hash of their settings (one per config)."""
 
-_PLACEHOLDER = png_bytes(Image.new("RGB", (1, 1)))
+_PLACEHOLDER = Image.new("RGB", (1, 1))
 
 
 def _key(settings: RLAgentSettings) -> str:
@@ -114,15 +115,15 @@ class ToolActor:
         self.env = ToolEnvironment(config, tools=tools) if tools is not None else _build_local(config)
         self.calls = 0
 
-    async def execute(self, name: str, arguments: Any, images: list[bytes | None]) -> dict[str, Any]:
-        """Run one call against a store rebuilt from ``images`` (PNG bytes by id order, None = not needed)."""
+    async def execute(self, name: str, arguments: Any, images: list[np.ndarray | None]) -> dict[str, Any]:
+        """Run one call against a store rebuilt from ``images`` (RGB arrays by id order, None = not needed)."""
         store = self.env.new_store()
-        for data in images:
-            store.add(decode_image(data if data is not None else _PLACEHOLDER), origin="task")
+        for pixels in images:
+            store.add(Image.fromarray(pixels) if pixels is not None else _PLACEHOLDER, origin="task")
         before = len(store)
         outcome = await self.env.execute(name, arguments, store)
         self.calls += 1
-        produced = [png_bytes(store.get(i)) for i in store.ids[before:]]
+        produced = [np.asarray(store.get(i)) for i in store.ids[before:]]
         return {"outcome": outcome, "produced": produced}
 
     def stats(self) -> dict[str, int]:
@@ -176,14 +177,12 @@ class RemoteToolEnvironment:
     async def execute(self, name: str, arguments: Any, store: ImageStore) -> ToolOutcome:
         """Run the call on the next actor of the pool and bring produced images back into ``store``."""
         wanted = _referenced_ids(arguments, store)
-        images = await asyncio.to_thread(
-            lambda: [store.record(i).png if i in wanted else None for i in store.ids]
-        )
+        images = [np.asarray(store.get(i)) if i in wanted else None for i in store.ids]
         reply = await self._handles[next(self._next)].execute.remote(name, arguments, images)
         outcome: ToolOutcome = reply["outcome"]
         produced = reply["produced"]
         if produced:
-            new_ids = await asyncio.to_thread(lambda: [store.add(p, origin=name) for p in produced])
+            new_ids = [store.add(Image.fromarray(p), origin=name) for p in produced]
             if tuple(new_ids) != tuple(outcome.image_ids):
                 logger.warning(
                     "tool pool returned ids %s, local store assigned %s", outcome.image_ids, new_ids
