@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from opensearch_vl.errors import DataError
+from opensearch_vl.jsonl import iter_jsonl_objects
 
 __all__ = ["read_rows", "image_sources", "answer_list", "pick", "data_files"]
 
@@ -51,17 +52,8 @@ def read_rows(path: Path) -> Iterator[dict[str, Any]]:
         for batch in parquet.iter_batches(batch_size=256):
             yield from batch.to_pylist()
     elif suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-                yield row
+        for _, row in iter_jsonl_objects(path):
+            yield row
     elif suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(data, dict):

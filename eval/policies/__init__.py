@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from opensearch_vl.tools_env.policy import ChatPolicy, PolicyError
 from opensearch_vl.tools_env.scripted_policy import ScriptedPolicy
 
 from opensearch_vl.errors import ConfigError, DataError
+from opensearch_vl.jsonl import iter_jsonl_objects
 
 __all__ = [
     "OpenAICompatPolicy",
@@ -60,13 +60,10 @@ def load_script(path: str | Path) -> dict[str, list[str]]:
     if not path.is_file():
         raise ConfigError(f"scripted policy file {path} does not exist")
     scripts: dict[str, list[str]] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, row in iter_jsonl_objects(path):
         try:
-            row = json.loads(line)
             scripts[str(row["id"])] = [str(t) for t in row["turns"]]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             raise DataError(f'{path}:{lineno}: expected {{"id": ..., "turns": [...]}} ({exc})') from exc
     return scripts
 

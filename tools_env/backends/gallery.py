@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import tempfile
@@ -31,6 +30,7 @@ import numpy as np
 from PIL import Image
 
 from opensearch_vl.errors import ConfigError, DataError
+from opensearch_vl.jsonl import iter_jsonl_objects
 
 __all__ = [
     "GalleryIndex",
@@ -102,19 +102,11 @@ def _manifest_rows(source: Path):
         return
     if not source.is_file():
         raise DataError(f"gallery source {source} is neither a folder nor a JSONL manifest")
-    with source.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{source}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict) or not isinstance(row.get("image"), str):
-                raise DataError(f'{source}:{number}: each line needs {{"image": path, "title", "url"}}')
-            image = Path(row["image"])
-            row = {**row, "image": str(image if image.is_absolute() else source.parent / image)}
-            yield row
+    for number, row in iter_jsonl_objects(source):
+        if not isinstance(row.get("image"), str):
+            raise DataError(f'{source}:{number}: each line needs {{"image": path, "title", "url"}}')
+        image = Path(row["image"])
+        yield {**row, "image": str(image if image.is_absolute() else source.parent / image)}
 
 
 def _entries(source: Path) -> list[GalleryEntry]:

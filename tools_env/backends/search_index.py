@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
@@ -25,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from opensearch_vl.errors import ConfigError, DataError
+from opensearch_vl.jsonl import iter_jsonl_objects
 
 __all__ = [
     "CorpusIndex",
@@ -91,23 +91,14 @@ class CorpusPage:
 def _read_corpus(path: Path):
     if not path.is_file():
         raise DataError(f"corpus file {path} does not exist")
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise DataError(f"{path}:{number}: expected an object with url, title, text")
-            missing = [k for k in ("url", "text") if not isinstance(row.get(k), str) or not row[k].strip()]
-            if missing:
-                raise DataError(
-                    f"{path}:{number}: missing or empty string field(s) {missing}; "
-                    'each line needs {"url", "title", "text"}'
-                )
-            yield row["url"].strip(), str(row.get("title") or "").strip(), row["text"]
+    for number, row in iter_jsonl_objects(path):
+        missing = [k for k in ("url", "text") if not isinstance(row.get(k), str) or not row[k].strip()]
+        if missing:
+            raise DataError(
+                f"{path}:{number}: missing or empty string field(s) {missing}; "
+                'each line needs {"url", "title", "text"}'
+            )
+        yield row["url"].strip(), str(row.get("title") or "").strip(), row["text"]
 
 
 def _fill(conn: sqlite3.Connection, corpus: Path) -> int:
