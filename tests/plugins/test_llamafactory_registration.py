@@ -190,3 +190,24 @@ def test_pip_install_ships_the_hook(tmp_path, editable):
     assert report["names"] == NAMES and report["before"] == []
     expected_root = src if editable else site
     assert Path(report["package"]).resolve().is_relative_to(expected_root.resolve())
+
+
+def test_hook_is_silent_where_the_package_cannot_be_imported(tmp_path):
+    """A sandbox or a moved checkout hides an editable install's source: the .pth must not print errors."""
+    import shutil
+    import subprocess
+    import sys
+
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    shipped = Path(__file__).resolve().parents[2] / "plugins/llamafactory/site/opensearch_vl_llamafactory.pth"
+    shutil.copy(shipped, site_dir)
+    # -S: no site-packages, so no editable finder either; opensearch_vl is not importable in this process
+    code = (
+        "import site, sys; site.addsitedir(sys.argv[1]); "
+        "print([type(f).__name__ for f in sys.meta_path if 'Template' in type(f).__name__])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", code, str(site_dir)], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert result.returncode == 0 and result.stderr == "" and result.stdout.strip() == "[]"

@@ -147,3 +147,18 @@ async def test_tool_output_marker():
         {"code": "print('z' * 500)"}, None
     )
     assert result.text.endswith("[output truncated to 100 bytes]") and result.info["truncated"] is True
+
+
+@pytest.mark.skipif("bwrap" not in MECHANISMS, reason="bubblewrap does not work on this machine")
+def test_bwrap_sees_an_interpreter_that_lives_under_tmp(tmp_path):
+    # A checkout (and its .venv) under /tmp, as CI clones are: the sandbox's private /tmp must not hide it.
+    import subprocess
+    import sys
+
+    assert str(tmp_path).startswith("/tmp/")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = str(tmp_path / "venv" / "bin" / "python")
+    assert "bwrap" in available_mechanisms(python)
+    box = PythonSandbox(PythonSettings(mechanism="bwrap", python_executable=python, wall_seconds=10))
+    result = box.run("import sys\nprint(sys.prefix)")
+    assert result.ok and result.stdout.strip() == str(tmp_path / "venv")

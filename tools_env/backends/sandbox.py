@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from opensearch_vl.tools_env.backends.sandbox_guard import GUARD
 from opensearch_vl.tools_env.config import PythonSettings
@@ -71,7 +72,19 @@ def _probe(command: list[str]) -> bool:
         return False
 
 
-def _bwrap_prefix(scratch: str) -> list[str]:
+def _interpreter_dirs_under_tmp(python: str) -> list[str]:
+    """Folders the interpreter needs (its venv, its real installation) that the private /tmp would hide."""
+    exe = Path(python)
+    candidates = {exe.parent.parent, exe.resolve().parent.parent, Path(sys.prefix), Path(sys.base_prefix)}
+    tmp = Path("/tmp")
+    found = {str(c.resolve()) for c in candidates if c.resolve().is_relative_to(tmp) and c.resolve() != tmp}
+    return sorted(found)
+
+
+def _bwrap_prefix(scratch: str, python: str = sys.executable) -> list[str]:
+    keep: list[str] = []
+    for folder in _interpreter_dirs_under_tmp(python):  # e.g. a CI checkout's .venv under /tmp
+        keep += ["--ro-bind", folder, folder]
     return [
         "bwrap",
         "--ro-bind",
@@ -83,6 +96,7 @@ def _bwrap_prefix(scratch: str) -> list[str]:
         "/proc",
         "--tmpfs",
         "/tmp",
+        *keep,
         "--bind",
         scratch,
         scratch,
@@ -98,12 +112,16 @@ def _unshare_prefix() -> list[str]:
     return ["unshare", "-n", "--"] if os.geteuid() == 0 else ["unshare", "-rn", "--"]
 
 
-def available_mechanisms() -> list[str]:
-    """Isolation mechanisms that work on this machine, strongest first (``rlimits`` always works)."""
+def available_mechanisms(python: str = sys.executable) -> list[str]:
+    """Isolation mechanisms that work on this machine, strongest first (``rlimits`` always works).
+
+    A mechanism counts only if ``python`` itself starts inside it.
+    """
     found = []
-    if shutil.which("bwrap") and _probe(_bwrap_prefix(tempfile.gettempdir()) + ["true"]):
+    probe = [python, "-I", "-c", "pass"]
+    if shutil.which("bwrap") and _probe(_bwrap_prefix(tempfile.gettempdir(), python) + probe):
         found.append("bwrap")
-    if shutil.which("unshare") and _probe(_unshare_prefix() + ["true"]):
+    if shutil.which("unshare") and _probe(_unshare_prefix() + probe):
         found.append("unshare")
     return found + ["rlimits"]
 
@@ -131,8 +149,8 @@ class PythonSandbox:
         self.settings = settings
         self.python = settings.python_executable or sys.executable
         if settings.mechanism == "auto":
-            self.mechanism = available_mechanisms()[0]
-        elif settings.mechanism == "rlimits" or settings.mechanism in available_mechanisms():
+            self.mechanism = available_mechanisms(self.python)[0]
+        elif settings.mechanism == "rlimits" or settings.mechanism in available_mechanisms(self.python):
             self.mechanism = settings.mechanism
         else:
             fix = (
@@ -170,7 +188,7 @@ class PythonSandbox:
         try:
             command = [self.python, "-I", "-B", "-c", GUARD, scratch]
             if self.mechanism == "bwrap":
-                command = _bwrap_prefix(scratch) + command
+                command = _bwrap_prefix(scratch, self.python) + command
             elif self.mechanism == "unshare":
                 command = _unshare_prefix() + command
             env = {
