@@ -15,6 +15,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up early (timeouts, size caps: on purpose in these tests) is not an error."""
+
+    def handle_error(self, request, client_address):
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 @dataclass
 class Reply:
     """One scripted answer: a completion text (status 200) or an HTTP error; optional delay."""
@@ -74,7 +84,7 @@ class ChatServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
