@@ -29,7 +29,8 @@ from opensearch_vl.eval.policies import SamplingConfig
 from opensearch_vl.eval.report import render_markdown, write_report
 from opensearch_vl.eval.run import EvalRunConfig, run_eval
 from opensearch_vl.eval.viewer import write_viewer
-from opensearch_vl.tools_env.transcript import _atomic_write
+
+from opensearch_vl.atomic_write import atomic_write_bytes
 
 __all__ = ["DemoResult", "run_demo", "oracle_script"]
 
@@ -104,8 +105,8 @@ def run_demo(
         run_eval(config, progress=progress)
         reports.append(write_report(config.out))
         write_viewer(config.out)
-    _atomic_write(out / "report.json", json.dumps(reports, indent=1).encode())
-    _atomic_write(out / "report.md", render_markdown(reports).encode())
+    atomic_write_bytes(out / "report.json", json.dumps(reports, indent=1).encode())
+    atomic_write_bytes(out / "report.md", render_markdown(reports).encode())
     items = []
     for (name, _), r in zip(runs, reports):
         score = "–" if r["pass_at_1"] is None else f"{100 * r['pass_at_1']:.1f}%"
@@ -115,7 +116,7 @@ def run_demo(
         )
     links = "".join(items)
     index = out / "index.html"
-    _atomic_write(
+    atomic_write_bytes(
         index,
         (
             f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>opensearch-vl demo</title>"

@@ -28,7 +28,9 @@ from statistics import mean
 from typing import Any
 
 from opensearch_vl.eval.run_log import RunLog
-from opensearch_vl.tools_env.transcript import Transcript, _atomic_write
+from opensearch_vl.tools_env.transcript import Transcript
+
+from opensearch_vl.atomic_write import atomic_write_bytes
 
 __all__ = ["build_report", "summarize_transcripts", "render_markdown", "write_report"]
 
@@ -203,6 +205,6 @@ def write_report(run_dir: str | Path) -> dict[str, Any]:
     """Write ``report.json`` and ``report.md`` into ``run_dir``; returns the report."""
     report = build_report(run_dir)
     root = Path(run_dir)
-    _atomic_write(root / "report.json", json.dumps(report, indent=1).encode())
-    _atomic_write(root / "report.md", render_markdown([report]).encode())
+    atomic_write_bytes(root / "report.json", json.dumps(report, indent=1).encode())
+    atomic_write_bytes(root / "report.md", render_markdown([report]).encode())
     return report

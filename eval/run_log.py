@@ -31,10 +31,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from opensearch_vl.tools_env.transcript import Transcript, _atomic_write
+from opensearch_vl.tools_env.transcript import Transcript
 from pydantic import BaseModel, ConfigDict, Field
 
 from opensearch_vl import __version__
+from opensearch_vl.atomic_write import atomic_write_bytes
 from opensearch_vl.errors import TranscriptFormatError
 
 __all__ = ["RunHeader", "RunLog", "case_filename", "environment_info"]
@@ -144,7 +145,7 @@ class RunLog:
     def write_header(self, header: RunHeader) -> None:
         """Write ``run.json`` atomically."""
         self.root.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.header_path, header.model_dump_json(indent=1).encode())
+        atomic_write_bytes(self.header_path, header.model_dump_json(indent=1).encode())
 
     def case_path(self, case_id: str) -> Path:
         """Where the transcript of ``case_id`` lives."""

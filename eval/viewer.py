@@ -24,9 +24,10 @@ from string import Template
 
 from opensearch_vl.eval.report import build_report
 from opensearch_vl.eval.run_log import RunLog, case_filename
-from opensearch_vl.tools_env.transcript import Score, Transcript, _atomic_write
+from opensearch_vl.tools_env.transcript import Score, Transcript
 
 from opensearch_vl import __version__
+from opensearch_vl.atomic_write import atomic_write_bytes
 from opensearch_vl.errors import TranscriptFormatError
 
 __all__ = ["render_case", "render_run", "write_viewer", "verdict_of"]
@@ -242,9 +243,9 @@ def write_viewer(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
             f"{t.task.id} — {report['benchmark']}",
             '<p><a href="../index.html">← run</a></p>' + render_case(t),
         )
-        _atomic_write(out / "cases" / (case_filename(t.task.id)[:-5] + ".html"), page.encode("utf-8"))
+        atomic_write_bytes(out / "cases" / (case_filename(t.task.id)[:-5] + ".html"), page.encode("utf-8"))
     index = out / "index.html"
-    _atomic_write(
+    atomic_write_bytes(
         index, render_run(report, transcripts, inline=len(transcripts) <= _INLINE_LIMIT).encode("utf-8")
     )
     return index

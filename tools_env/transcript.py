@@ -23,8 +23,6 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from opensearch_vl import __version__
+from opensearch_vl.atomic_write import atomic_write_bytes
 from opensearch_vl.errors import TranscriptFormatError
 
 __all__ = [
@@ -243,8 +242,14 @@ class Transcript(_Model):
             False
         """
         step_fields = {"model_latency_s", "tool_latency_s"} | (set() if include_tool_info else {"tool_info"})
-        return self.model_dump(exclude={"started_at": True, "wall_time_s": True, "scores": True,
-                                        "steps": {"__all__": step_fields}})
+        return self.model_dump(
+            exclude={
+                "started_at": True,
+                "wall_time_s": True,
+                "scores": True,
+                "steps": {"__all__": step_fields},
+            }
+        )
 
     def to_messages(self, *, with_images: bool = True) -> list[Any]:
         """The chat the model saw, rebuilt as ``ChatMessage`` objects (see ``observation.transcript_messages``).
@@ -270,8 +275,8 @@ class Transcript(_Model):
         for record in self.images:
             target = image_dir / f"{record.sha256}.png"
             if not target.exists():
-                _atomic_write(target, self.image_bytes(record.id))
-        _atomic_write(path, self.model_dump_json(indent=1).encode())
+                atomic_write_bytes(target, self.image_bytes(record.id))
+        atomic_write_bytes(path, self.model_dump_json(indent=1).encode())
         self._image_dir = image_dir
         return path
 
@@ -294,17 +299,3 @@ class Transcript(_Model):
             raise TranscriptFormatError(f"{path}: not a valid transcript: {exc}") from exc
         transcript._image_dir = path.parent / "images"
         return transcript
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -116,3 +116,20 @@ async def test_replay_of_a_saved_episode_reproduces_it(recorded, env, tmp_path):
     # a different tool result is caught
     changed = ToolEnvironment(ToolEnvConfig(tools=CORE_TOOLS, max_output_chars=3))
     assert (await replay_episode(loaded, changed)).behaviour() != recorded.behaviour()
+
+
+def test_saved_files_are_readable_by_others_like_plain_writes(tmp_path):
+    """Atomic writes must not leave mkstemp's 0600 mode: transcripts and reports live on shared storage."""
+    import os
+    import stat
+
+    from opensearch_vl.atomic_write import atomic_write_bytes
+
+    umask = os.umask(0o022)
+    try:
+        target = tmp_path / "report.md"
+        atomic_write_bytes(target, b"ok")
+        assert stat.S_IMODE(target.stat().st_mode) == 0o644 and target.read_bytes() == b"ok"
+        assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary file left behind
+    finally:
+        os.umask(umask)

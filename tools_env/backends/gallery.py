@@ -19,9 +19,7 @@ Example:
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -29,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from opensearch_vl.atomic_write import atomic_target
 from opensearch_vl.errors import ConfigError, DataError
 from opensearch_vl.jsonl import iter_jsonl_objects
 
@@ -141,11 +140,7 @@ def build_gallery_index(source: str | Path, out: str | Path) -> int:
         42
     """
     entries = _entries(Path(source))
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=out.name, suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
+    with atomic_target(out) as tmp:
         conn = sqlite3.connect(tmp)
         with conn:
             conn.execute(
@@ -156,10 +151,6 @@ def build_gallery_index(source: str | Path, out: str | Path) -> int:
                 [(e.path, e.title, e.url, e.source, f"{e.phash:016x}", f"{e.dhash:016x}") for e in entries],
             )
         conn.close()
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return len(entries)
 
 

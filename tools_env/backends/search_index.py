@@ -13,16 +13,15 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from opensearch_vl.atomic_write import atomic_target
 from opensearch_vl.errors import ConfigError, DataError
 from opensearch_vl.jsonl import iter_jsonl_objects
 
@@ -124,20 +123,12 @@ def build_corpus_index(corpus: str | Path, out: str | Path) -> int:
         >>> build_corpus_index("corpus.jsonl", "corpus.sqlite")  # doctest: +SKIP
         100000
     """
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=out.name, suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
+    with atomic_target(out) as tmp:
         conn = sqlite3.connect(tmp)
         conn.execute("PRAGMA journal_mode=OFF")
         conn.execute("PRAGMA synchronous=OFF")
         count = _fill(conn, Path(corpus))
         conn.close()
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return count
 
 

@@ -13,13 +13,12 @@ Example:
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Protocol
 
 from opensearch_vl.tools_env.config import ImageSearchSettings
 
+from opensearch_vl.atomic_write import atomic_write_bytes
 from opensearch_vl.errors import ConfigError
 
 __all__ = ["ImageUploader", "DirectoryUploader", "make_uploader"]
@@ -42,11 +41,7 @@ class DirectoryUploader:
         """Write the image (atomically; content-addressed, so repeated uploads are free)."""
         target = self.directory / f"{sha256}.png"
         if not target.exists():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(png)
-            os.replace(tmp, target)
+            atomic_write_bytes(target, png)  # world-readable: a web server publishes this folder
         return f"{self.base_url}/{sha256}.png"
 
 
