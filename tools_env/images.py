@@ -100,7 +100,9 @@ def decode_image(data: bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS, what: str
     except OSError as exc:
         raise ToolError("bad_arguments", f"{what}: corrupt image data ({exc})") from exc
     if fmt not in SUPPORTED_FORMATS:
-        raise ToolError("bad_arguments", f"{what}: unsupported format {fmt}; supported: {', '.join(SUPPORTED_FORMATS)}")
+        raise ToolError(
+            "bad_arguments", f"{what}: unsupported format {fmt}; supported: {', '.join(SUPPORTED_FORMATS)}"
+        )
     if width * height > max_pixels:
         raise ToolError(
             "bad_arguments",
@@ -185,8 +187,11 @@ class ImageStore:
     def _load(self, source: Any) -> Image.Image:
         if isinstance(source, Image.Image):
             if source.width * source.height > self.max_pixels:
-                raise ToolError("bad_arguments", f"image of {source.width}x{source.height} exceeds {self.max_pixels} pixels")
-            return source.convert("RGB")
+                raise ToolError(
+                    "bad_arguments",
+                    f"image of {source.width}x{source.height} exceeds {self.max_pixels} pixels",
+                )
+            return source if source.mode == "RGB" else source.convert("RGB")  # no copy when already RGB
         if isinstance(source, (bytes, bytearray, memoryview)):
             return decode_image(bytes(source), max_pixels=self.max_pixels)
         if isinstance(source, dict):
@@ -208,7 +213,9 @@ class ImageStore:
             return decode_image(data, max_pixels=self.max_pixels, what="data URI")
         if source.startswith(("http://", "https://")):
             if self._fetch_url is None:
-                raise ToolError("bad_arguments", f"image URL {source!r} refused: URL images are not enabled here")
+                raise ToolError(
+                    "bad_arguments", f"image URL {source!r} refused: URL images are not enabled here"
+                )
             return decode_image(self._fetch_url(source), max_pixels=self.max_pixels, what=source)
         return decode_image(self._read_path(source), max_pixels=self.max_pixels, what=source)
 

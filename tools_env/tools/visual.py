@@ -115,7 +115,9 @@ def _rgb(image: Image.Image) -> np.ndarray:
 
 
 def _pil(rgb: np.ndarray) -> Image.Image:
-    return Image.fromarray(rgb)
+    # Wraps the array's memory instead of copying it (Image.fromarray copies a 12 MB frame at 2048^2).
+    rgb = np.ascontiguousarray(rgb)
+    return Image.frombuffer("RGB", (rgb.shape[1], rgb.shape[0]), rgb, "raw", "RGB", 0, 1)
 
 
 def crop_image(arguments: dict[str, Any], store: ImageStore) -> ToolResult:
