@@ -191,7 +191,10 @@ class ImageStore:
                     "bad_arguments",
                     f"image of {source.width}x{source.height} exceeds {self.max_pixels} pixels",
                 )
-            return source if source.mode == "RGB" else source.convert("RGB")  # no copy when already RGB
+            if source.mode != "RGB":
+                return source.convert("RGB")
+            source.load()  # a lazily opened file is read now, not when its file may be gone
+            return source  # already RGB: no copy
         if isinstance(source, (bytes, bytearray, memoryview)):
             return decode_image(bytes(source), max_pixels=self.max_pixels)
         if isinstance(source, dict):
