@@ -220,7 +220,11 @@ async def run_demo(
     advantages = advantage_fn(
         [r for _, _, r in results], [s for _, s, _ in results], [t.id for t, _, _ in jobs]
     )
-    rtilde = _normalized([s.reward.total for _, s, _ in results], [t.id for t, _, _ in jobs])
+    rtilde = _normalized(
+        [s.reward.total for _, s, _ in results],
+        [t.id for t, _, _ in jobs],
+        [s.outcome.is_fatal for _, s, _ in results],
+    )
     rows = []
     for (task, variant, _), (transcript, scored, token_row), adv, rt in zip(
         jobs, results, advantages, rtilde
@@ -250,17 +254,13 @@ async def run_demo(
     return result
 
 
-def _normalized(rewards: list[float], groups: list[str]) -> list[float]:
-    """r̃ = (r − mean) / (std + 1e-6) per group (unbiased std, as verl's GRPO), to report which rows were
-    clamped."""
-    import statistics
+def _normalized(rewards: list[float], groups: list[str], fatal: list[bool]) -> list[float]:
+    """r̃ per row, from the estimator's own math and default settings, to report which rows were clamped."""
+    import torch
+    from opensearch_vl.rl.advantage import fatal_group_advantage
 
-    out = []
-    for r, g in zip(rewards, groups):
-        members = [x for x, h in zip(rewards, groups) if h == g]
-        std = statistics.stdev(members) if len(members) > 1 else 1.0
-        out.append((r - statistics.fmean(members)) / (std + 1e-6))
-    return out
+    scores = torch.tensor(rewards, dtype=torch.float32).unsqueeze(-1)
+    return fatal_group_advantage(scores, torch.ones_like(scores), groups, fatal).rtilde.tolist()
 
 
 def demo_summary(result: DemoResult) -> dict[str, Any]:
